@@ -1,0 +1,74 @@
+# drover.fleet: the README's two commands (demo, test) and the steps they share.
+# Every step installs what it needs when it is missing, so a fresh Debian machine needs only `make`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ROOT := $(abspath .)
+VENV ?= $(ROOT)/.venv
+PY := $(VENV)/bin/python
+export PATH := $(VENV)/bin:$(PATH)
+# The repository is the collection: ansible finds it through this folder (a link made by `collection`).
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/collection/dev
+export ANSIBLE_LOCALHOST_WARNING := false
+export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
+export ANSIBLE_PYTHON_INTERPRETER := $(PY)
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup venv engine images registry collection unit integration sanity molecule docs changelog bench clean
+
+demo: setup
+	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
+	@echo '--- second run: nothing to do (changed=0) ---'
+	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
+	@echo '--- the tasks now running on this host ---'
+	docker ps --filter label=drover.role=task --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.cluster"}}'
+
+test: setup changelog docs unit integration molecule sanity
+	@echo 'make test: all suites passed'
+
+setup: venv engine images collection
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+engine:
+	hack/engine.sh
+
+images: engine
+	hack/images.sh
+
+registry: images
+	hack/registry.sh
+
+collection:
+	@mkdir -p collection/dev/ansible_collections/drover
+	@test -L collection/dev/ansible_collections/drover/fleet || ln -s $(ROOT) collection/dev/ansible_collections/drover/fleet
+
+unit: venv collection
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+integration: setup registry
+	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
+
+docs: venv collection
+	$(VENV)/bin/ansible-doc drover.fleet.ecs_task >/dev/null
+	$(VENV)/bin/ansible-doc drover.fleet.ecs_task_info >/dev/null
+	@echo 'docs: ansible-doc renders every module'
+
+changelog: venv
+	$(VENV)/bin/antsibull-changelog lint
+
+molecule: setup
+	cd extensions/molecule && $(VENV)/bin/molecule test -s tasks
+
+sanity: venv
+	VENV=$(VENV) hack/sanity.sh
+
+bench: setup
+	bench/run.sh
+
+clean:
+	rm -rf collection .pytest_cache

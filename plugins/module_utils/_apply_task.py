@@ -1,0 +1,334 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Task passes: observe, plan, apply, record — the one call ecs_task and ecs_task_info make.
+
+Owns: the order of a pass (validate, reach the engine, take the host lock, one labelled listing,
+plan each task, carry out the plans), the undo of a failed start, and the result every task module
+returns.
+Must not: decide anything itself (the decider does), or talk to Docker other than through the adapter.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+from ansible_collections.drover.fleet.plugins.module_utils._docker import (
+    Engine, EngineError, EngineUnavailable, split_image)
+from ansible_collections.drover.fleet.plugins.module_utils._store import (
+    HostLock, LockTimeout, Store, StoreError)
+
+ROLE = 'task'
+
+
+class TaskFailure(Exception):
+    """The pass cannot go on; `msg` says why, `result` holds what was done before it."""
+
+    def __init__(self, msg, result=None):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        self.result = result or {}
+
+
+def labels_for(decl, spec):
+    labels = {
+        'drover.role': ROLE,
+        'drover.task': decl.name,
+        'drover.container': spec.name,
+        'drover.cluster': decl.cluster,
+        'drover.spec-hash': decl.spec_hash,
+        'drover.essential': 'true' if spec.essential else 'false',
+    }
+    if decl.task_role_arn:
+        labels['drover.task-role'] = decl.task_role_arn
+    return labels
+
+
+def container_name(decl, spec):
+    return '%s-%s' % (decl.name, spec.name)
+
+
+def task_view(record):
+    """A task as every task module returns it."""
+    return {
+        'name': record['name'],
+        'cluster': record['cluster'],
+        'last_status': record['last_status'],
+        'desired_status': record['desired_status'],
+        'stopped_reason': record.get('stopped_reason'),
+        'started_at': plan_mod.iso(record.get('started_at')),
+        'stopped_at': plan_mod.iso(record.get('stopped_at')),
+        'restart': record.get('restart') or 'never',
+        'streak': record.get('streak') or 0,
+        'held_until': plan_mod.iso(record.get('hold_until')),
+        'containers': [dict(c) for c in record.get('containers') or []],
+    }
+
+
+def _diff_view(record):
+    if record is None:
+        return None
+    view = task_view(record)
+    view['spec_hash'] = record.get('spec_hash')
+    for key in ('started_at', 'stopped_at', 'streak'):
+        view.pop(key)
+    view['containers'] = [{'name': c.get('name'), 'image': c.get('image'), 'last_status': c.get('last_status')}
+                          for c in view['containers']]
+    return view
+
+
+def _group(observed):
+    out = {}
+    for obs in observed:
+        labels = obs['labels']
+        key = (labels.get('drover.cluster') or 'default', labels.get('drover.task') or '')
+        out.setdefault(key, []).append(obs)
+    return out
+
+
+def _name_clashes(tasks, observed):
+    """A declared container name held by another task's container: refuse before anything changes."""
+    owner = {o['name']: (o['labels'].get('drover.cluster'), o['labels'].get('drover.task')) for o in observed}
+    for decl in tasks:
+        if decl.state != 'running':
+            continue
+        for spec in decl.containers:
+            name = container_name(decl, spec)
+            held = owner.get(name)
+            if held and held != (decl.cluster, decl.name):
+                raise TaskFailure('task %s/%s: container name %s is already used by task %s/%s on this host'
+                                  % (decl.cluster, decl.name, name, held[0], held[1]))
+
+
+class Pass:
+    """One converge of a set of declared tasks on one host."""
+
+    def __init__(self, engine, store, check_mode, clock=time.time):
+        self.engine = engine
+        self.store = store
+        self.check_mode = check_mode
+        self.clock = clock
+        self.warnings = []
+
+    def _auth_for(self, decl, image):
+        auth = decl.registry_auth
+        if auth is None:
+            return None
+        registry = split_image(image)[0]
+        if registry != auth.registry:
+            return None
+        return {'username': auth.username, 'password': auth.password, 'serveraddress': auth.registry}
+
+    def _ensure_image(self, decl, image):
+        if decl.pull == 'always':
+            self.engine.pull(image, self._auth_for(decl, image))
+            return
+        if self.engine.image_present(image):
+            return
+        if decl.pull == 'never':
+            raise EngineError('%s is not on the host and pull is never' % image)
+        self.engine.pull(image, self._auth_for(decl, image))
+
+    def _start_run(self, decl):
+        """Start the run's containers in order; on any failure remove what started. Returns
+        (container views, failure reason or None)."""
+        made = []
+        views = []
+        reason = None
+        for spec in decl.containers:
+            try:
+                self._ensure_image(decl, spec.image)
+            except EngineError as exc:
+                reason = plan_mod.reason_pull(exc)
+                break
+            if spec.gpu:
+                self.warnings.append('gpu ledger: requested %d GPUs, 0 free; container %s of task %s/%s runs '
+                                     'without GPUs' % (spec.gpu, spec.name, decl.cluster, decl.name))
+            try:
+                cid = self.engine.create(
+                    container_name(decl, spec), spec.image, labels_for(decl, spec), command=spec.command,
+                    entrypoint=spec.entrypoint, environment=dict(spec.environment), cpu_shares=spec.cpu,
+                    memory_mib=spec.memory, ports=spec.port_mappings,
+                    network_mode=decl.network_mode if decl.network_mode != 'bridge' else None)
+                made.append(cid)
+                self.engine.start(cid)
+            except EngineError as exc:
+                reason = plan_mod.reason_start(exc)
+                break
+            views.append({'name': spec.name, 'image': spec.image, 'runtime_id': cid, 'last_status': 'RUNNING',
+                          'exit_code': None, 'gpu_ids': []})
+        if reason is not None:
+            for cid in made:
+                self.engine.remove(cid)
+            views = [{'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'STOPPED',
+                      'exit_code': None, 'gpu_ids': []} for s in decl.containers]
+        return views, reason
+
+    def _put(self, record, now):
+        if not self.check_mode:
+            self.store.put_task(record, now)
+
+    def apply(self, decl, plan, now):
+        """Carry out one plan. Returns (task record to report, events)."""
+        record = plan.record
+        events = list(plan.events)
+        if not self.check_mode:
+            for obs in plan.remove:
+                self.engine.remove(obs['id'])
+        if plan.delete:
+            if not self.check_mode:
+                self.store.delete_task(decl.cluster, decl.name)
+        elif plan.start:
+            if self.check_mode:
+                record = dict(record, containers=[
+                    {'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'PENDING',
+                     'exit_code': None, 'gpu_ids': []} for s in decl.containers])
+                events.append(plan_mod.event('task.running', plan.key, now))
+            else:
+                self._put(record, now)                   # PENDING: a cut-short start is found again
+                views, reason = self._start_run(decl)
+                if reason is None:
+                    record = dict(record, last_status='RUNNING', containers=views)
+                    events.append(plan_mod.event('task.running', plan.key, now))
+                else:
+                    record = plan_mod.stopped_record(record, reason, now, decl.restart, views)
+                    events.extend(plan_mod.stop_events(plan.key, record, now))
+                self._put(record, now)
+        elif plan.write:
+            self._put(record, now)
+        if not self.check_mode:
+            for ev in events:
+                self.store.add_event(ev)
+        return record, events
+
+
+def _with_exit_codes(engine, grouped, keys):
+    """Inspect the stopped containers of the tasks in `keys` for their exit codes (running ones need none,
+    so a pass with nothing ended makes one engine call: the listing)."""
+    for key in keys:
+        for obs in grouped.get(key, ()):
+            if plan_mod.container_status(obs) == plan_mod.STOPPED and 'exit_code' not in obs:
+                state = engine.inspect(obs['id']) or {}
+                obs['exit_code'] = state.get('exit_code')
+                obs['oom_killed'] = state.get('oom_killed')
+    return grouped
+
+
+def _open(params, check_mode):
+    engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
+    lock = None
+    if not check_mode:
+        lock = HostLock(params['store_path'] + '.lock', timeout=params.get('lock_timeout') or 60).acquire()
+    try:
+        store = Store(params['store_path'], read_only=check_mode)
+    except Exception:
+        if lock:
+            lock.release()
+        raise
+    return engine, store, lock
+
+
+def converge(params, check_mode=False, diff=False, clock=time.time):
+    """The ecs_task module's one call. Returns the result dict; raises TaskFailure."""
+    try:
+        tasks, purge_cluster = spec_mod.task_set(params)
+    except spec_mod.SpecError as exc:
+        raise TaskFailure(str(exc))
+    try:
+        engine, store, lock = _open(params, check_mode)
+    except (EngineUnavailable, StoreError, LockTimeout) as exc:
+        raise TaskFailure(str(exc))
+    result = {'changed': False, 'tasks': [], 'events': []}
+    befores, afters = {}, {}
+    try:
+        stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
+        declared = [(t.cluster, t.name) for t in tasks]
+        keys = list(declared)
+        observed = engine.list_role(ROLE)
+        grouped = _group(observed)
+        if purge_cluster is not None:
+            listed = set(k for k in grouped if k[0] == purge_cluster)
+            listed |= set(k for k in stored if k[0] == purge_cluster)
+            keys += sorted(k for k in listed if k not in declared)
+        _with_exit_codes(engine, grouped, keys)
+        _name_clashes(tasks, observed)
+        purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
+        now = clock()
+        work = Pass(engine, store, check_mode, clock)
+        for decl in tasks + purge:
+            key = (decl.cluster, decl.name)
+            plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)
+            record, events = work.apply(decl, plan, now)
+            result['changed'] = result['changed'] or plan.changed
+            view = task_view(record)
+            result['tasks'].append(view)
+            result['events'].extend(events)
+            befores[key] = _diff_view(stored.get(key))
+            afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
+        result['warnings'] = work.warnings
+    except EngineError as exc:
+        result['changed'] = True if result['tasks'] else result['changed']
+        raise TaskFailure('Docker engine: %s' % exc, result)
+    except TaskFailure:
+        raise
+    finally:
+        store.close()
+        if lock:
+            lock.release()
+        engine.close()
+    if diff:
+        shown = [k for k in befores if befores[k] is not None or afters[k] is not None]
+        result['diff'] = {
+            'before': dict(('%s/%s' % k, befores[k]) for k in shown),
+            'after': dict(('%s/%s' % k, afters[k]) for k in shown),
+        }
+    return result
+
+
+def info(params):
+    """The ecs_task_info module's one call: every task the store or the engine knows, read-only."""
+    try:
+        engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
+    except EngineUnavailable as exc:
+        raise TaskFailure(str(exc))
+    try:
+        store = Store(params['store_path'], read_only=True)
+    except StoreError as exc:
+        engine.close()
+        raise TaskFailure(str(exc))
+    try:
+        stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
+        grouped = _group(engine.list_role(ROLE))
+        keys = sorted(k for k in set(stored) | set(grouped)
+                      if params.get('cluster') in (None, k[0]) and params.get('name') in (None, k[1]))
+        _with_exit_codes(engine, grouped, keys)
+        out = []
+        for key in keys:
+            out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key))))
+        return {'changed': False, 'tasks': out}
+    except EngineError as exc:
+        raise TaskFailure('Docker engine: %s' % exc)
+    finally:
+        store.close()
+        engine.close()
+
+
+def _observed_record(key, observed, stored):
+    """What a task looks like now, without planning anything: the store's record, with the containers as
+    the engine shows them."""
+    record = dict(stored) if stored else {
+        'cluster': key[0], 'name': key[1], 'desired_status': 'RUNNING', 'last_status': 'RUNNING',
+        'stopped_reason': None, 'started_at': min([o['created'] for o in observed if o.get('created')] or [None]),
+        'stopped_at': None, 'restart': None, 'streak': 0, 'hold_until': None, 'containers': []}
+    if observed:
+        views = [plan_mod.container_view(o) for o in observed]
+        record['containers'] = sorted(views, key=lambda v: v['name'] or '')
+        if all(v['last_status'] != 'RUNNING' for v in views):
+            record['last_status'] = 'STOPPED'
+        elif stored is None or record['last_status'] == 'STOPPED':
+            record['last_status'] = 'RUNNING'
+    return record

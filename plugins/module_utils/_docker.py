@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Docker engine adapter: the only place that talks to the engine.
+
+Owns: connecting (with a timeout), one labelled listing per pass, inspect, logs, pull with registry
+credentials, create/start with labels, remove (kill, then delete). Every engine error is wrapped in
+EngineError with what was being done.
+Must not: decide anything, read or write the store, or see a declaration: it takes plain values.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+try:
+    import docker
+    from docker import errors as docker_errors
+    from docker.utils import parse_repository_tag
+    HAS_DOCKER = True
+    DOCKER_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - reported through missing_required_lib
+    HAS_DOCKER = False
+    DOCKER_IMPORT_ERROR = traceback.format_exc()
+
+ROLE_LABEL = 'drover.role'
+DEFAULT_TIMEOUT = 60
+
+
+class EngineUnavailable(Exception):
+    """The engine cannot be reached at all: nothing was done."""
+
+
+class EngineError(Exception):
+    """One engine call failed; the message says which and why."""
+
+
+def _explain(exc):
+    """An engine error in one line: the engine's own explanation when it gave one."""
+    explanation = getattr(exc, 'explanation', None)
+    if explanation:
+        if isinstance(explanation, bytes):
+            explanation = explanation.decode('utf-8', 'replace')
+        return str(explanation).strip()
+    return str(exc).strip() or exc.__class__.__name__
+
+
+def split_image(ref):
+    """('registry host' or None, repository, tag or digest) of an image reference; tag defaults to latest."""
+    repo, tag = parse_repository_tag(ref)
+    first = repo.split('/', 1)[0]
+    registry = first if '/' in repo and ('.' in first or ':' in first or first == 'localhost') else None
+    return registry, repo, tag or 'latest'
+
+
+class Engine:
+    """A connection to one Docker engine."""
+
+    def __init__(self, base_url=None, timeout=DEFAULT_TIMEOUT):
+        self.base_url = base_url
+        try:
+            if base_url:
+                self.client = docker.DockerClient(base_url=base_url, timeout=timeout)
+            else:
+                self.client = docker.DockerClient.from_env(timeout=timeout)
+            self.api = self.client.api
+            self.version = self.api.version()
+        except Exception as exc:
+            raise EngineUnavailable('the Docker engine at %s cannot be reached (%s); start it (dockerd) '
+                                    'or set docker_host' % (base_url or 'the default socket', _explain(exc)))
+
+    def close(self):
+        self.client.close()
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def list_role(self, role):
+        """Every container, running or not, labelled with `drover.role=<role>`: one engine call.
+
+        Each is a dict: id, name, labels, state (running, exited, created, ...), image, created (epoch).
+        """
+        try:
+            rows = self.api.containers(all=True, filters={'label': '%s=%s' % (ROLE_LABEL, role)})
+        except Exception as exc:
+            raise EngineError('list containers: %s' % _explain(exc))
+        out = []
+        for row in rows:
+            names = row.get('Names') or ['']
+            out.append({
+                'id': row['Id'],
+                'name': names[0].lstrip('/'),
+                'labels': row.get('Labels') or {},
+                'state': row.get('State') or '',
+                'image': row.get('Image') or '',
+                'created': row.get('Created'),
+            })
+        return out
+
+    def inspect(self, container_id):
+        """The container's state: exit_code, oom_killed, started_at, finished_at, error; None if gone."""
+        try:
+            info = self.api.inspect_container(container_id)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect container %s: %s' % (container_id[:12], _explain(exc)))
+        state = info.get('State') or {}
+        return {
+            'status': state.get('Status'),
+            'exit_code': state.get('ExitCode'),
+            'oom_killed': bool(state.get('OOMKilled')),
+            'started_at': state.get('StartedAt'),
+            'finished_at': state.get('FinishedAt'),
+            'error': state.get('Error') or None,
+        }
+
+    def logs(self, container_id, tail='all'):
+        try:
+            return self.api.logs(container_id, stdout=True, stderr=True, tail=tail).decode('utf-8', 'replace')
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('logs of container %s: %s' % (container_id[:12], _explain(exc)))
+
+    def image_present(self, ref):
+        try:
+            self.api.inspect_image(ref)
+            return True
+        except docker_errors.ImageNotFound:
+            return False
+        except docker_errors.NotFound:
+            return False
+        except Exception as exc:
+            raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
+
+    # --- changing --------------------------------------------------------------------------------
+
+    def pull(self, ref, auth=None):
+        """Pull one image (one tag, never all of a repository's tags). `auth`: dict username/password."""
+        registry, repo, tag = split_image(ref)
+        try:
+            if tag.startswith('sha256:'):
+                self.api.pull(repo + '@' + tag, auth_config=auth)
+            else:
+                self.api.pull(repo, tag=tag, auth_config=auth)
+        except Exception as exc:
+            raise EngineError(_explain(exc))
+        if not self.image_present(ref):
+            raise EngineError('%s is not on the host after the pull' % ref)
+
+    def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
+               memory_mib=None, ports=None, network_mode=None):
+        """Create one container; `ports` is a list of (container_port, host_port or None, protocol)."""
+        bindings = {}
+        exposed = []
+        for cport, hport, proto in ports or ():
+            key = '%d/%s' % (cport, proto)
+            exposed.append((cport, proto))
+            bindings[key] = hport
+        host_config = self.api.create_host_config(
+            port_bindings=bindings or None,
+            cpu_shares=cpu_shares,
+            mem_limit='%dm' % memory_mib if memory_mib else None,
+            network_mode=network_mode,
+        )
+        try:
+            created = self.api.create_container(
+                image=image, name=name, labels=labels, command=list(command) if command is not None else None,
+                entrypoint=list(entrypoint) if entrypoint is not None else None,
+                environment=dict(environment or {}), host_config=host_config,
+                ports=exposed or None, detach=True)
+        except Exception as exc:
+            raise EngineError(_explain(exc))
+        return created['Id']
+
+    def start(self, container_id):
+        try:
+            self.api.start(container_id)
+        except Exception as exc:
+            raise EngineError(_explain(exc))
+
+    def remove(self, container_id):
+        """Kill, then delete; a container already gone is not an error."""
+        try:
+            self.api.remove_container(container_id, force=True, v=True)
+        except docker_errors.NotFound:
+            return False
+        except Exception as exc:
+            raise EngineError('remove container %s: %s' % (container_id[:12], _explain(exc)))
+        return True

@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The task decider: what one pass must do to one task.
+
+Owns: stop-first ordering, detection of exited essential containers and vanished containers,
+replacement of a changed task, the restart policies, the restart streak and its backoff hold, and the
+reason strings. Input: the declaration, what the engine shows for the task's labels, the stored record,
+and the clock (an argument). Output: a Plan.
+Must not: do any I/O or read the clock.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+# Backoff of a task that keeps stopping (and of a failing runner pool): 30 s doubling up to 600 s.
+BACKOFF_BASE = 30
+BACKOFF_CAP = 600
+# A run that stayed up this long before it stopped starts a new streak instead of lengthening the old one.
+STABLE_RUN = BACKOFF_CAP
+
+PENDING, RUNNING, STOPPED = 'PENDING', 'RUNNING', 'STOPPED'
+
+# Reason strings, word for word (behaviour.md).
+TASK_STOPPED = 'Task stopped'
+EXITED_UNSEEN = 'Container exited while no converge was running'
+
+
+def reason_exited(name, code):
+    return 'container %s exited (%s)' % (name, 'unknown' if code is None else code)
+
+
+def reason_pull(err):
+    return 'image pull failed: %s' % err
+
+
+def reason_start(err):
+    return 'container start failed: %s' % err
+
+
+def reason_network(err):
+    return 'network setup failed: %s' % err
+
+
+def backoff(n):
+    """Seconds to hold after the n-th stop in a row (n >= 1): 30, 60, 120, 240, 480, 600, 600, ..."""
+    return min(BACKOFF_BASE << min(max(n, 1) - 1, 5), BACKOFF_CAP)
+
+
+def failed(reason):
+    """Whether a run's end counts as a failure for restart: on-failure (only a clean exit 0 does not)."""
+    return not (reason or '').endswith(' exited (0)')
+
+
+def iso(ts):
+    if ts is None:
+        return None
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def event(kind, task, now, **data):
+    out = {'event': kind, 'at': iso(now), 'cluster': task[0], 'task': task[1],
+           'subject': 'task/%s/%s' % (task[0], task[1])}
+    out.update(data)
+    return out
+
+
+def container_status(obs):
+    state = obs.get('state')
+    if state in ('running', 'restarting', 'paused'):
+        return RUNNING
+    if state == 'created':
+        return PENDING
+    return STOPPED
+
+
+def container_view(obs, declared_image=None):
+    status = container_status(obs)
+    return {
+        'name': obs['labels'].get('drover.container'),
+        'image': declared_image or obs.get('image'),
+        'runtime_id': obs['id'],
+        'last_status': status,
+        'exit_code': obs.get('exit_code') if status == STOPPED else None,
+        'gpu_ids': [],
+    }
+
+
+class Plan:
+    """What a pass does to one task: containers to remove, whether to start a new run, the record to
+    keep (None: delete it), the events, and whether that changes the host."""
+
+    def __init__(self, key):
+        self.key = key
+        self.remove = []          # observed containers, removed before anything starts
+        self.start = False        # start a new run of the declared containers, in order
+        self.record = None        # the stored record after the plan (before a start's own outcome)
+        self.write = False        # the record differs from the stored one
+        self.delete = False       # the stored record goes
+        self.events = []
+        self.changed = False
+        self.warnings = []
+
+
+def _stop(record, reason, now, restart, containers, stop_reason_given=False):
+    """The record of a run that ended now with `reason`; with a restart due, the streak and hold too."""
+    rec = dict(record)
+    rec['last_status'] = STOPPED
+    rec['stopped_reason'] = reason
+    rec['stopped_at'] = now
+    rec['containers'] = containers
+    restarts = restart == 'always' or (restart == 'on-failure' and failed(reason))
+    if restarts and not stop_reason_given:
+        started = rec.get('started_at')
+        stable = started is not None and now - started >= STABLE_RUN
+        rec['streak'] = 1 if stable else (rec.get('streak') or 0) + 1
+        rec['hold_until'] = now + backoff(rec['streak'])
+    else:
+        rec['hold_until'] = None
+    return rec
+
+
+def stopped_record(record, reason, now, restart, containers):
+    """Pure: the record after a run failed to start (used by the applier)."""
+    return _stop(record, reason, now, restart, containers)
+
+
+def stop_events(key, rec, now):
+    out = [event('task.stopped', key, now, reason=rec['stopped_reason'])]
+    if rec.get('hold_until'):
+        out.append(event('task.held', key, now, until=iso(rec['hold_until']), streak=rec['streak']))
+    return out
+
+
+def _stopped_containers(observed):
+    views = []
+    for obs in observed:
+        view = container_view(obs)
+        view['last_status'] = STOPPED
+        views.append(view)
+    return views
+
+
+def _blank(decl, now):
+    return {'cluster': decl.cluster, 'name': decl.name, 'spec_hash': decl.spec_hash, 'desired_status': RUNNING,
+            'last_status': PENDING, 'stopped_reason': None, 'restart': decl.restart, 'started_at': None,
+            'stopped_at': None, 'streak': 0, 'hold_until': None, 'containers': []}
+
+
+def _new_run(plan, decl, record, now, keep_streak):
+    rec = _blank(decl, now)
+    if keep_streak and record:
+        rec['streak'] = record.get('streak') or 0
+    rec['started_at'] = now
+    plan.start = True
+    plan.record = rec
+    plan.write = True
+    plan.changed = True
+
+
+def _finish(plan, stored):
+    if plan.record is not None and not plan.delete:
+        plan.write = plan.write or stored is None or any(
+            plan.record.get(k) != stored.get(k) for k in plan.record if k != 'updated_at')
+    return plan
+
+
+def plan_task(decl, observed, stored, now):
+    """Plan one declared task. `observed`: the engine's containers labelled with this task (each a dict
+    with id, labels, state, image, created, and exit_code for those not running). `stored`: the record,
+    or None."""
+    key = (decl.cluster, decl.name)
+    plan = Plan(key)
+    live_running = any(container_status(o) == RUNNING for o in observed)
+    was_running = live_running or (stored is not None and stored.get('last_status') in (RUNNING, PENDING))
+
+    if decl.state in ('stopped', 'absent'):
+        reason = decl.stop_reason or TASK_STOPPED
+        plan.remove = list(observed)
+        plan.changed = bool(observed)
+        if decl.state == 'absent':
+            plan.delete = stored is not None
+            plan.changed = plan.changed or plan.delete
+            if was_running:
+                plan.events.append(event('task.stopped', key, now, reason=reason))
+            base = dict(stored) if stored else _blank(decl, now)
+            base.update(desired_status=STOPPED, last_status=STOPPED, hold_until=None)
+            if was_running:
+                base.update(stopped_reason=reason, stopped_at=now, containers=_stopped_containers(observed))
+            plan.record = base
+            return plan
+        if stored is None and not observed:
+            rec = _blank(decl, now)
+            rec.update(desired_status=STOPPED, last_status=STOPPED)
+            plan.record = rec       # nothing to keep: a task never run stays unknown to the store
+            return plan
+        rec = dict(stored) if stored else _blank(decl, now)
+        if was_running:
+            rec = _stop(rec, reason, now, 'never', _stopped_containers(observed) or rec.get('containers', []),
+                        stop_reason_given=True)
+            plan.events.append(event('task.stopped', key, now, reason=reason))
+        rec['desired_status'] = STOPPED
+        rec['hold_until'] = None
+        rec['restart'] = decl.restart
+        plan.record = rec
+        _finish(plan, stored)
+        plan.changed = plan.changed or plan.write
+        return plan
+
+    # --- state: running ---------------------------------------------------------------------------
+    declared = {c.name: c for c in decl.containers}
+    stale = [o for o in observed
+             if o['labels'].get('drover.spec-hash') != decl.spec_hash
+             or o['labels'].get('drover.container') not in declared]
+    by_name = {o['labels'].get('drover.container'): o for o in observed}
+
+    if stale:
+        # A changed declaration replaces the whole task: stop the old run, start a new one now.
+        plan.remove = list(observed)
+        if was_running:
+            plan.events.append(event('task.stopped', key, now, reason=TASK_STOPPED))
+        _new_run(plan, decl, stored, now, keep_streak=False)
+        return plan
+
+    if observed and (any(container_status(o) == PENDING for o in observed)
+                     or (stored is not None and stored.get('last_status') == PENDING)):
+        # A start that was cut short (a converge killed mid-start): clear it and start the run again.
+        plan.remove = list(observed)
+        _new_run(plan, decl, stored, now, keep_streak=True)
+        return plan
+
+    record = dict(stored) if stored else None
+    if observed:
+        reason = None
+        for spec in decl.containers:
+            if not spec.essential:
+                continue
+            obs = by_name.get(spec.name)
+            if obs is None:
+                reason = EXITED_UNSEEN
+                break
+            if container_status(obs) == STOPPED:
+                reason = reason_exited(spec.name, obs.get('exit_code'))
+                break
+        views = [container_view(by_name[c.name], c.image) if c.name in by_name else
+                 {'name': c.name, 'image': c.image, 'runtime_id': None, 'last_status': STOPPED,
+                  'exit_code': None, 'gpu_ids': []} for c in decl.containers]
+        if record is None or record.get('desired_status') != RUNNING or record.get('last_status') != RUNNING:
+            # Adopt from labels alone: the run is what the engine shows.
+            created = [o.get('created') for o in observed if o.get('created')]
+            record = _blank(decl, now)
+            if stored:
+                record['streak'] = stored.get('streak') or 0
+            record.update(last_status=RUNNING, started_at=min(created) if created else now)
+        record.update(containers=views, restart=decl.restart, spec_hash=decl.spec_hash,
+                      desired_status=RUNNING)
+        if reason is None:
+            record['last_status'] = RUNNING
+            plan.record = record
+            return _finish(plan, stored)
+        # An essential container ended: the whole task stops, and every container of it goes.
+        plan.remove = list(observed)
+        for view in views:
+            view['last_status'] = STOPPED
+        record = _stop(record, reason, now, decl.restart, views)
+        plan.events.extend(stop_events(key, record, now))
+        plan.record = record
+        plan.changed = True
+        plan.write = True
+        return plan
+
+    # Nothing of the task on the engine.
+    if record is None or record.get('desired_status') != RUNNING or record.get('spec_hash') != decl.spec_hash:
+        _new_run(plan, decl, record, now, keep_streak=False)
+        return plan
+    if record.get('last_status') in (RUNNING, PENDING):
+        # It ran when we last looked, and is gone now.
+        views = [dict(c, last_status=STOPPED) for c in record.get('containers') or []]
+        record = _stop(record, EXITED_UNSEEN, now, decl.restart, views)
+        record['restart'] = decl.restart
+        plan.events.extend(stop_events(key, record, now))
+        plan.record = record
+        plan.changed = True
+        plan.write = True
+        return plan
+    # STOPPED, still wanted running: the restart policy decides.
+    reason = record.get('stopped_reason')
+    restarts = decl.restart == 'always' or (decl.restart == 'on-failure' and failed(reason))
+    record['restart'] = decl.restart
+    if restarts:
+        hold = record.get('hold_until')
+        if hold is None or now >= hold:
+            _new_run(plan, decl, record, now, keep_streak=True)
+            return plan
+    plan.record = record
+    return _finish(plan, stored)

@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host store and the host lock.
+
+Owns: the one SQLite database per host (schema version, migrations, file modes) and the
+host-wide flock that serialises converges.
+Must not: talk to Docker, GitHub or the network; decide anything. It stores what cannot be
+read back from the engine (task runs, streaks, holds, ...) and nothing else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import fcntl
+import json
+import os
+import sqlite3
+import time
+
+DEFAULT_STORE_PATH = '/var/lib/drover/store.db'
+# How long a converge waits for another one to release the host lock.
+LOCK_TIMEOUT = 60
+# How long SQLite itself waits on a locked database before giving up (milliseconds).
+BUSY_TIMEOUT_MS = 10000
+
+# Each entry migrates the schema from version i to i + 1. Never edit a released entry:
+# append a new one, so every store on every host reaches the same schema.
+MIGRATIONS = (
+    # 0 -> 1: task runs, with the restart streak and hold; an event outbox.
+    """
+    CREATE TABLE tasks (
+        cluster        TEXT NOT NULL,
+        name           TEXT NOT NULL,
+        spec_hash      TEXT,
+        desired_status TEXT NOT NULL,
+        last_status    TEXT NOT NULL,
+        stopped_reason TEXT,
+        restart        TEXT NOT NULL DEFAULT 'never',
+        started_at     REAL,
+        stopped_at     REAL,
+        streak         INTEGER NOT NULL DEFAULT 0,
+        hold_until     REAL,
+        containers     TEXT NOT NULL DEFAULT '[]',
+        updated_at     REAL NOT NULL,
+        PRIMARY KEY (cluster, name)
+    );
+    CREATE TABLE events (
+        id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        at      REAL NOT NULL,
+        kind    TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        data    TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+TASK_COLUMNS = ('cluster', 'name', 'spec_hash', 'desired_status', 'last_status', 'stopped_reason',
+                'restart', 'started_at', 'stopped_at', 'streak', 'hold_until', 'containers', 'updated_at')
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message names the file and what to do."""
+
+
+class LockTimeout(Exception):
+    pass
+
+
+class HostLock:
+    """A host-wide exclusive flock on `<store dir>/lock`, waited for at most `timeout` seconds."""
+
+    def __init__(self, path, timeout=LOCK_TIMEOUT):
+        self.path = path
+        self.timeout = timeout
+        self._fd = None
+
+    def acquire(self):
+        _ensure_dir(os.path.dirname(self.path))
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeout(
+                        'another converge holds the host lock %s; gave up after waiting %s s '
+                        '(raise lock_timeout, or find the process holding it with: fuser %s)'
+                        % (self.path, self.timeout, self.path))
+                time.sleep(0.05)
+        self._fd = fd
+        return self
+
+    def release(self):
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _ensure_dir(path):
+    if path and not os.path.isdir(path):
+        os.makedirs(path, 0o700)
+        os.chmod(path, 0o700)
+
+
+class Store:
+    """The host store. `read_only` opens without creating or migrating anything (check mode)."""
+
+    def __init__(self, path=DEFAULT_STORE_PATH, read_only=False):
+        self.path = path
+        self.read_only = read_only
+        self.db = None
+        try:
+            if read_only:
+                if os.path.exists(path):
+                    self.db = sqlite3.connect('file:%s?mode=ro' % path, uri=True, timeout=BUSY_TIMEOUT_MS / 1000.0)
+                else:
+                    # Nothing stored yet: plan against an empty store held in memory.
+                    self.db = sqlite3.connect(':memory:')
+            else:
+                _ensure_dir(os.path.dirname(path))
+                fresh = not os.path.exists(path)
+                if fresh:
+                    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+                self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000.0, isolation_level=None)
+                os.chmod(path, 0o600)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute('PRAGMA busy_timeout = %d' % BUSY_TIMEOUT_MS)
+            version = self.db.execute('PRAGMA user_version').fetchone()[0]
+            if not read_only:
+                self.db.execute('PRAGMA journal_mode = WAL')
+                self.db.execute('PRAGMA synchronous = NORMAL')
+            if version > SCHEMA_VERSION:
+                raise StoreError('store %s has schema version %d, newer than this collection knows (%d): '
+                                 'upgrade drover.fleet on this host' % (path, version, SCHEMA_VERSION))
+            if version < SCHEMA_VERSION:
+                if read_only and os.path.exists(path):
+                    raise StoreError('store %s has schema version %d and needs a migration to %d, which check '
+                                     'mode does not do: run once without check mode' % (path, version, SCHEMA_VERSION))
+                self._migrate(version)
+            # Touch a table so a damaged file fails here, with the file named, not mid-converge.
+            self.db.execute('SELECT count(*) FROM tasks').fetchone()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError('store %s cannot be read (%s): it is damaged or not a drover store; move it aside '
+                             'and converge again to rebuild it from the host' % (path, exc))
+        except OSError as exc:
+            self.close()
+            raise StoreError('store %s cannot be opened: %s' % (path, exc))
+
+    def _migrate(self, version):
+        for step in range(version, SCHEMA_VERSION):
+            self.db.execute('BEGIN IMMEDIATE')
+            try:
+                # executescript() would commit on its own: run the statements one by one inside the step.
+                for statement in MIGRATIONS[step].split(';'):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.execute('PRAGMA user_version = %d' % (step + 1))
+                self.db.execute('COMMIT')
+            except Exception:
+                self.db.execute('ROLLBACK')
+                raise
+
+    def close(self):
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def schema_version(self):
+        return self.db.execute('PRAGMA user_version').fetchone()[0]
+
+    # --- tasks ---------------------------------------------------------------------------------
+
+    def tasks(self, cluster=None):
+        """Every stored task run, as dicts, `containers` decoded."""
+        if cluster is None:
+            rows = self.db.execute('SELECT * FROM tasks ORDER BY cluster, name').fetchall()
+        else:
+            rows = self.db.execute('SELECT * FROM tasks WHERE cluster = ? ORDER BY name', (cluster,)).fetchall()
+        out = []
+        for row in rows:
+            record = dict(row)
+            record['containers'] = json.loads(record['containers'] or '[]')
+            out.append(record)
+        return out
+
+    def put_task(self, record, now):
+        if self.read_only:
+            raise StoreError('store %s is open read-only' % self.path)
+        values = dict(record)
+        values['containers'] = json.dumps(values.get('containers') or [], sort_keys=True)
+        values['updated_at'] = now
+        values.setdefault('streak', 0)
+        values.setdefault('restart', 'never')
+        cols = ', '.join(TASK_COLUMNS)
+        marks = ', '.join(['?'] * len(TASK_COLUMNS))
+        self.db.execute('INSERT OR REPLACE INTO tasks (%s) VALUES (%s)' % (cols, marks),
+                        tuple(values.get(c) for c in TASK_COLUMNS))
+
+    def delete_task(self, cluster, name):
+        if self.read_only:
+            raise StoreError('store %s is open read-only' % self.path)
+        self.db.execute('DELETE FROM tasks WHERE cluster = ? AND name = ?', (cluster, name))
+
+    # --- events outbox -------------------------------------------------------------------------
+
+    def add_event(self, event):
+        if self.read_only:
+            raise StoreError('store %s is open read-only' % self.path)
+        self.db.execute('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)',
+                        (event['at'], event['event'], event.get('subject', ''), json.dumps(event, sort_keys=True)))

@@ -1,0 +1,408 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: ecs_task
+short_description: Converge ECS-style container tasks on a Docker host
+version_added: 0.1.0
+description:
+  - A task is a group of containers that live and die together, in the manner of an Amazon ECS task,
+    run on the managed host's Docker engine.
+  - Declare one task (O(name), O(containers) or O(task_definition), O(state)) or the whole set of a
+    cluster's tasks (O(tasks) with O(purge)). The module starts what is missing, replaces a task whose
+    declaration changed, stops and removes what is declared stopped or absent, and leaves the rest alone.
+  - A task goes C(PENDING) -> C(RUNNING) -> C(STOPPED) and never back; running it again is a new run.
+    When an essential container exits, the whole task stops with the reason
+    C(container <name> exited (<code>)) and its containers are removed; the exit codes are kept.
+  - Whether a stopped task runs again is its O(restart) policy. A task that keeps stopping is held back
+    before each new run, 30 s after the first stop, doubling up to 600 s.
+  - Every container carries the labels C(drover.role=task), C(drover.task), C(drover.container),
+    C(drover.cluster), C(drover.spec-hash) and C(drover.essential), enough to find the task again after
+    the engine restarts or the store is lost. Containers without C(drover.role) are never touched.
+  - What cannot be read back from the engine (run history, exit codes, the restart streak and hold)
+    lives in the host store, O(store_path). Converges on one host are serialised by a host lock.
+author:
+  - drover.fleet contributors
+extends_documentation_fragment:
+  - drover.fleet.host
+  - drover.fleet.host.LOCK
+  - drover.fleet.attributes
+  - drover.fleet.attributes.ACTIONGROUP
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Plans every action and reports it; touches neither the engine nor the store.
+  diff_mode:
+    support: full
+    details:
+      - Returns each task's declared status, last status and containers before and after.
+  idempotent:
+    support: full
+    details:
+      - A task declared with O(restart=never) that stopped stays stopped; converging again changes nothing.
+options:
+  name:
+    description:
+      - The task's name, unique in its cluster. Containers are named C(<name>-<container>).
+      - Defaults to the C(family) of O(task_definition).
+      - Mutually exclusive with O(tasks).
+    type: str
+  cluster:
+    description:
+      - The cluster the task belongs to (a label; a host may run tasks of several clusters).
+      - With O(tasks), the default cluster of every entry, and the cluster O(purge) applies to.
+    type: str
+    default: default
+  containers:
+    description:
+      - The task's containers, started in this order.
+      - Required with O(state=running) unless O(task_definition) is given.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The container's name in the task.
+        type: str
+        required: true
+      image:
+        description: The image reference, for example V(drover.local/busybox:1).
+        type: str
+        required: true
+      command:
+        description:
+          - The command, as a list of arguments (exec form). A plain string is refused, so that
+            C(sh -c "a; b") is never split in a surprising place.
+        type: raw
+      entrypoint:
+        description: The entrypoint, as a list of arguments (exec form).
+        type: raw
+      environment:
+        description: Environment variables; values are turned into strings.
+        type: dict
+      essential:
+        description: When an essential container exits, the whole task stops.
+        type: bool
+        default: true
+      cpu:
+        description:
+          - CPU units, 1024 to one CPU, given to the container as relative CPU shares (as ECS does on EC2).
+          - V(0) or unset gives the engine's default.
+        type: int
+      memory:
+        description: The hard memory limit in MiB; at least 6 (the engine's minimum).
+        type: int
+      port_mappings:
+        description: Published ports, with O(network_mode=bridge) only.
+        type: list
+        elements: dict
+        suboptions:
+          container_port:
+            description: The port inside the container.
+            type: int
+            required: true
+          host_port:
+            description: The port on the host; unset or V(0) picks a free one.
+            type: int
+          protocol:
+            description: The protocol.
+            type: str
+            choices: [tcp, udp]
+            default: tcp
+      gpu:
+        description:
+          - How many GPUs the container asks for. Hosts without a GPU ledger run the container without
+            GPUs and say so in a warning (best effort).
+        type: int
+        default: 0
+  task_definition:
+    description:
+      - An ECS task definition as AWS returns it (C(aws ecs describe-task-definition) output's
+        C(taskDefinition)), accepted instead of O(containers).
+      - Supported keys are C(family), C(containerDefinitions) (C(name), C(image), C(command), C(entryPoint),
+        C(environment), C(essential), C(cpu), C(memory), C(portMappings), C(resourceRequirements) of type
+        C(GPU)), C(networkMode), C(taskRoleArn), C(executionRoleArn). Keys that only describe a registered
+        definition (C(taskDefinitionArn), C(revision), C(status), C(registeredAt), C(registeredBy),
+        C(requiresAttributes), C(compatibilities), C(requiresCompatibilities), C(tags)) are accepted and
+        ask for nothing.
+      - Any other key with a non-empty value is refused with its name; it is never ignored in silence.
+    type: dict
+  network_mode:
+    description:
+      - The task's network. V(awsvpc) is reserved for the task network built around an ENI and is refused
+        by this version.
+    type: str
+    choices: [bridge, host, none, awsvpc]
+  state:
+    description:
+      - V(running) starts the task if it has no run going; V(stopped) stops it and keeps its record;
+        V(absent) stops it and removes every trace of it, the store record included.
+    type: str
+    choices: [running, stopped, absent]
+    default: running
+  stop_reason:
+    description: The reason recorded when this converge stops the task; C(Task stopped) when not given.
+    type: str
+  restart:
+    description:
+      - V(never) runs the task once (an ECS RunTask); once C(STOPPED) it stays so.
+      - V(on-failure) runs it again after it stopped for any reason other than an essential container
+        exiting with code 0.
+      - V(always) runs it again whenever it stopped by itself (a service of one).
+      - A new run waits for the hold of the task's streak of stops (30, 60, 120, 240, 480, then 600 s). A run
+        that lasted 600 s or more before it stopped starts a new streak.
+    type: str
+    choices: [never, on-failure, always]
+    default: never
+  pull:
+    description:
+      - V(missing) pulls an image that is not on the host; V(always) pulls at the start of every run;
+        V(never) fails the run with C(image pull failed) when the image is missing.
+    type: str
+    choices: [missing, always, never]
+    default: missing
+  registry_auth:
+    description: Credentials for pulls from one registry.
+    type: dict
+    suboptions:
+      registry:
+        description: The registry host (and port) whose images these credentials pull, as in the image reference.
+        type: str
+        required: true
+      username:
+        description: The user name.
+        type: str
+        required: true
+      password:
+        description: The password or token. Never logged or returned.
+        type: str
+        required: true
+  task_role_arn:
+    description:
+      - The task's IAM role; recorded on each container as the C(drover.task-role) label. Serving its
+        credentials comes with a later version.
+    type: str
+  execution_role_arn:
+    description:
+      - The execution role. Recorded; image pulls use O(registry_auth) or the engine's own credentials.
+    type: str
+  tasks:
+    description:
+      - A set of task declarations, each with the options O(name), O(cluster), O(containers),
+        O(task_definition), O(network_mode), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
+        O(task_role_arn), O(execution_role_arn). Options given at the top level are the defaults.
+      - The same task declared twice is one task; a stop or removal wins over a start.
+    type: list
+    elements: dict
+  purge:
+    description:
+      - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
+    type: bool
+    default: false
+notes:
+  - Registry passwords are never written to the module's output, the store, a label or a log.
+seealso:
+  - module: drover.fleet.ecs_task_info
+'''
+
+EXAMPLES = r'''
+- name: Run a one-off task
+  drover.fleet.ecs_task:
+    name: hello
+    containers:
+      - name: main
+        image: drover.local/busybox:1
+        command: [sh, -c, "echo hello; sleep 3600"]
+        memory: 64
+        cpu: 256
+
+- name: A web service of one, restarted whenever it stops
+  drover.fleet.ecs_task:
+    name: web
+    cluster: prod
+    restart: always
+    containers:
+      - name: httpd
+        image: drover.local/busybox:1
+        command: [httpd, -f, -p, "8080"]
+        port_mappings:
+          - container_port: 8080
+            host_port: 18080
+
+- name: Bring an ECS task definition as it is
+  drover.fleet.ecs_task:
+    task_definition: "{{ lookup('file', 'web-td.json') | from_json }}"
+
+- name: Converge the cluster's whole set, removing tasks no longer declared
+  drover.fleet.ecs_task:
+    cluster: prod
+    purge: true
+    tasks: "{{ drover_tasks }}"
+
+- name: Stop a task with a reason
+  drover.fleet.ecs_task:
+    name: web
+    cluster: prod
+    state: stopped
+    stop_reason: maintenance window
+'''
+
+RETURN = r'''
+task:
+  description: The task, when one task was declared (O(name)).
+  returned: when O(tasks) is not given
+  type: dict
+  contains:
+    name:
+      description: The task's name.
+      type: str
+      sample: web
+    cluster:
+      description: The task's cluster.
+      type: str
+      sample: default
+    last_status:
+      description: C(PENDING), C(RUNNING) or C(STOPPED).
+      type: str
+      sample: RUNNING
+    desired_status:
+      description: C(RUNNING) or C(STOPPED).
+      type: str
+      sample: RUNNING
+    stopped_reason:
+      description: Why the last run stopped.
+      type: str
+      sample: container main exited (1)
+    started_at:
+      description: When the current or last run started (ISO 8601, UTC).
+      type: str
+      sample: '2026-12-02T14:22:28Z'
+    stopped_at:
+      description: When the last run stopped (ISO 8601, UTC).
+      type: str
+    restart:
+      description: The restart policy.
+      type: str
+    streak:
+      description: Stops in a row, which set the hold before the next run.
+      type: int
+    held_until:
+      description: The next run waits until then (ISO 8601, UTC).
+      type: str
+    containers:
+      description: The containers of the current or last run.
+      type: list
+      elements: dict
+      contains:
+        name:
+          description: The container's name in the task.
+          type: str
+        image:
+          description: The image.
+          type: str
+        runtime_id:
+          description: The Docker container ID.
+          type: str
+        last_status:
+          description: C(PENDING), C(RUNNING) or C(STOPPED).
+          type: str
+        exit_code:
+          description: The exit code, once stopped.
+          type: int
+        gpu_ids:
+          description: The GPU UUIDs pinned to the container.
+          type: list
+          elements: str
+tasks:
+  description: Every task declared (and purged), in the shape of RV(task).
+  returned: when O(tasks) is given
+  type: list
+  elements: dict
+events:
+  description:
+    - One event per state change, for the C(drover.fleet.events) callback.
+    - C(task.running); C(task.stopped) with C(reason); C(task.held) with C(until) and C(streak).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {event: task.stopped, at: '2026-12-02T14:22:28Z', cluster: default, task: web,
+       subject: task/default/web, reason: container main exited (1)}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
+
+PORT_OPTIONS = dict(
+    container_port=dict(type='int', required=True),
+    host_port=dict(type='int'),
+    protocol=dict(type='str', choices=['tcp', 'udp'], default='tcp'),
+)
+CONTAINER_OPTIONS = dict(
+    name=dict(type='str', required=True),
+    image=dict(type='str', required=True),
+    command=dict(type='raw'),
+    entrypoint=dict(type='raw'),
+    environment=dict(type='dict'),
+    essential=dict(type='bool', default=True),
+    cpu=dict(type='int'),
+    memory=dict(type='int'),
+    port_mappings=dict(type='list', elements='dict', options=PORT_OPTIONS),
+    gpu=dict(type='int', default=0),
+)
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type='str'),
+        cluster=dict(type='str', default='default'),
+        containers=dict(type='list', elements='dict', options=CONTAINER_OPTIONS),
+        task_definition=dict(type='dict'),
+        network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
+        state=dict(type='str', choices=['running', 'stopped', 'absent'], default='running'),
+        stop_reason=dict(type='str'),
+        restart=dict(type='str', choices=['never', 'on-failure', 'always'], default='never'),
+        pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
+        registry_auth=dict(type='dict', no_log=False, options=dict(
+            registry=dict(type='str', required=True),
+            username=dict(type='str', required=True),
+            password=dict(type='str', required=True, no_log=True),
+        )),
+        task_role_arn=dict(type='str'),
+        execution_role_arn=dict(type='str'),
+        tasks=dict(type='list', elements='dict'),
+        purge=dict(type='bool', default=False),
+    )
+    argument_spec.update(host_args())
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        mutually_exclusive=[('containers', 'task_definition'), ('tasks', 'name'), ('tasks', 'containers'),
+                            ('tasks', 'task_definition')],
+        supports_check_mode=True,
+    )
+    require_docker(module)
+    for entry in module.params.get('tasks') or []:
+        auth = entry.get('registry_auth') if isinstance(entry, dict) else None
+        if isinstance(auth, dict) and auth.get('password'):
+            module.no_log_values.add(auth['password'])
+    try:
+        result = converge(module.params, check_mode=module.check_mode, diff=module._diff)
+    except TaskFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    for warning in result.pop('warnings', []):
+        module.warn(warning)
+    if module.params.get('tasks') is None:
+        result['task'] = result.pop('tasks')[0]
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,96 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: ecs_task_info
+short_description: List the ECS-style tasks of a Docker host
+version_added: 0.1.0
+description:
+  - Returns the host's tasks (all of them, a cluster's, or one) in the shape M(drover.fleet.ecs_task)
+    returns them. That is what the host store remembers, with the containers as the Docker engine shows them now.
+  - Changes nothing, not even the store, and takes no lock.
+author:
+  - drover.fleet contributors
+extends_documentation_fragment:
+  - drover.fleet.host
+  - drover.fleet.attributes
+  - drover.fleet.attributes.INFO_MODULE
+  - drover.fleet.attributes.ACTIONGROUP
+options:
+  cluster:
+    description: Only the tasks of this cluster.
+    type: str
+  name:
+    description: Only the task of this name.
+    type: str
+seealso:
+  - module: drover.fleet.ecs_task
+'''
+
+EXAMPLES = r'''
+- name: Every task on the host
+  drover.fleet.ecs_task_info:
+  register: host_tasks
+
+- name: One task
+  drover.fleet.ecs_task_info:
+    cluster: prod
+    name: web
+  register: web
+
+- name: Tasks whose last run stopped
+  ansible.builtin.debug:
+    msg: "{{ host_tasks.tasks | selectattr('last_status', 'equalto', 'STOPPED') | map(attribute='name') }}"
+'''
+
+RETURN = r'''
+tasks:
+  description: The tasks, sorted by cluster and name, each in the shape of M(drover.fleet.ecs_task)'s C(task).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: web
+      cluster: default
+      last_status: RUNNING
+      desired_status: RUNNING
+      stopped_reason: null
+      started_at: '2026-12-02T14:22:28Z'
+      stopped_at: null
+      restart: never
+      streak: 0
+      held_until: null
+      containers:
+        - {name: main, image: 'drover.local/busybox:1', runtime_id: 3f2c..., last_status: RUNNING,
+           exit_code: null, gpu_ids: []}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, info
+
+
+def main():
+    argument_spec = dict(
+        cluster=dict(type='str'),
+        name=dict(type='str'),
+    )
+    argument_spec.update(host_args(lock=False))
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_docker(module)
+    try:
+        result = info(module.params)
+    except TaskFailure as exc:
+        module.fail_json(msg=exc.msg)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""Shared test set-up: make the repository importable as ansible_collections.drover.fleet, and run
+modules in-process the way Ansible does (arguments in, one JSON result out)."""
+
+from __future__ import absolute_import, division, print_function
+
+import io
+import json
+import os
+import sys
+import contextlib
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEV = os.path.join(ROOT, 'collection', 'dev')
+LINK = os.path.join(DEV, 'ansible_collections', 'drover', 'fleet')
+if not os.path.islink(LINK):
+    os.makedirs(os.path.dirname(LINK), exist_ok=True)
+    os.symlink(ROOT, LINK)
+if DEV not in sys.path:
+    sys.path.insert(0, DEV)
+
+
+class ModuleResult(dict):
+    """A module's result, and whether it failed."""
+
+    @property
+    def failed(self):
+        return bool(self.get('failed'))
+
+
+def run_module(name, args, check=False, diff=False):
+    """Run drover.fleet.<name>'s main() with `args` as Ansible would, and return its result."""
+    import importlib
+    from ansible.module_utils import basic
+    from ansible.module_utils.common.text.converters import to_bytes
+
+    mod = importlib.import_module('ansible_collections.drover.fleet.plugins.modules.%s' % name)
+    payload = dict(args)
+    payload['_ansible_check_mode'] = check
+    payload['_ansible_diff'] = diff
+    payload.setdefault('_ansible_remote_tmp', '/tmp')
+    payload.setdefault('_ansible_keep_remote_files', False)
+    basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': payload}))
+    basic._ANSIBLE_PROFILE = 'legacy'
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            mod.main()
+        except SystemExit:
+            pass
+    text = out.getvalue()
+    try:
+        return ModuleResult(json.loads(text))
+    except ValueError:
+        raise AssertionError('module %s printed no JSON result: %r' % (name, text[-2000:]))
+
+
+@pytest.fixture
+def module_runner():
+    return run_module

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+"""Integration fixtures: the real Docker engine, a real store, and listings to prove what changed."""
+
+from __future__ import absolute_import, division, print_function
+
+import uuid
+
+import docker
+import pytest
+
+from helpers import IMAGE
+
+
+@pytest.fixture(scope='session')
+def engine():
+    client = docker.from_env()
+    client.ping()
+    client.images.get(IMAGE)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def cluster(engine):
+    """A cluster of this test's own, so tests never see each other's tasks; emptied afterwards."""
+    name = 't%s' % uuid.uuid4().hex[:10]
+    yield name
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % name}):
+        c.remove(force=True)
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return str(tmp_path / 'state' / 'store.db')
+
+
+@pytest.fixture
+def converge(module_runner, store_path, cluster):
+    """Run ecs_task with this test's store and cluster."""
+    def run(check=False, diff=False, **args):
+        args.setdefault('store_path', store_path)
+        args.setdefault('cluster', cluster)
+        return module_runner('ecs_task', args, check=check, diff=diff)
+    return run

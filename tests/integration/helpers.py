@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+"""Helpers of the integration tests: listings of what the host holds, to prove what changed."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import sqlite3
+import time
+
+IMAGE = os.environ.get('DROVER_BUSYBOX_IMAGE', 'drover.local/busybox:1')
+REGISTRY = '127.0.0.1:%s' % os.environ.get('DROVER_REGISTRY_PORT', '5000')
+REGISTRY_USER = os.environ.get('DROVER_REGISTRY_USER', 'drover')
+REGISTRY_PASSWORD = os.environ.get('DROVER_REGISTRY_PASSWORD', 'drover-test-pw')
+
+
+def task_containers(engine, cluster):
+    """(name, status, labels) of every container of the cluster, sorted by name."""
+    out = []
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+        out.append((c.name, c.status, c.labels))
+    return sorted(out, key=lambda t: t[0])
+
+
+def all_drover_containers(engine):
+    return sorted((c.id, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.role'}))
+
+
+def store_rows(path):
+    """Every row of every table of the store, or None when there is no store file."""
+    if not os.path.exists(path):
+        return None
+    db = sqlite3.connect('file:%s?mode=ro' % path, uri=True)
+    try:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return dict((t, db.execute('SELECT * FROM %s ORDER BY 1, 2' % t).fetchall()) for t in tables)
+    finally:
+        db.close()
+
+
+def host_snapshot(engine, path):
+    return {'containers': all_drover_containers(engine), 'store': store_rows(path)}
+
+
+def wait_for(predicate, timeout=20, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError('condition not met within %s s' % timeout)
+
+
+def container(name, command=None, **kw):
+    spec = {'name': name, 'image': IMAGE, 'command': command or ['sleep', '3600']}
+    spec.update(kw)
+    return spec
+
+
+def warnings_of(result):
+    """The warning texts of a module result (ansible-core 2.19 returns them as structured summaries)."""
+    out = []
+    for w in result.get('warnings') or []:
+        out.append(w.get('event', {}).get('msg', '') if isinstance(w, dict) else w)
+    return out

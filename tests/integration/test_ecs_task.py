@@ -1,0 +1,294 @@
+# -*- coding: utf-8 -*-
+"""ecs_task on the real Docker engine: each behaviour in four steps (check, apply, idempotent,
+idempotent check), and what the host holds listed before and after."""
+
+from __future__ import absolute_import, division, print_function
+
+import sqlite3
+
+import pytest
+
+from helpers import IMAGE, container, host_snapshot, store_rows, task_containers, wait_for, warnings_of
+
+
+def four_steps(converge, **args):
+    """check -> apply -> again -> check again; returns the four results."""
+    results = [converge(check=True, **args), converge(**args), converge(**args), converge(check=True, **args)]
+    for r in results:
+        assert not r.failed, r.get('msg')
+    assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
+    return results
+
+
+def test_start_in_four_steps(engine, cluster, converge, store_path):
+    args = dict(name='web', containers=[container('main', memory=32, cpu=256, environment={'MODE': 'demo'}),
+                                        container('side', essential=False)])
+    check = converge(check=True, **args)
+    assert check['changed'] and check['task']['last_status'] == 'PENDING'
+    assert task_containers(engine, cluster) == [] and store_rows(store_path) is None
+    check, apply, again, check2 = [check] + four_steps(converge, **args)[1:]
+    assert apply['task']['last_status'] == 'RUNNING'
+    assert [e['event'] for e in apply['events']] == ['task.running']
+    listed = task_containers(engine, cluster)
+    assert [(n, s) for n, s, _ in listed] == [('web-main', 'running'), ('web-side', 'running')]
+    labels = listed[0][2]
+    assert labels['drover.role'] == 'task' and labels['drover.task'] == 'web'
+    assert labels['drover.container'] == 'main' and labels['drover.cluster'] == cluster
+    ids = [c['runtime_id'] for c in apply['task']['containers']]
+    assert [c['runtime_id'] for c in again['task']['containers']] == ids
+    assert again['events'] == [] and check2['events'] == []
+    inspected = engine.api.inspect_container(ids[0])
+    assert inspected['HostConfig']['Memory'] == 32 * 1024 * 1024
+    assert inspected['HostConfig']['CpuShares'] == 256
+    assert 'MODE=demo' in inspected['Config']['Env']
+    assert inspected['Config']['Cmd'] == ['sleep', '3600']
+    rows = store_rows(store_path)['tasks']
+    assert len(rows) == 1 and rows[0][4] == 'RUNNING'
+
+
+def test_stop_in_four_steps(engine, cluster, converge):
+    converge(name='web', containers=[container('main')])
+    results = four_steps(converge, name='web', state='stopped', stop_reason='maintenance window')
+    assert results[1]['task']['last_status'] == 'STOPPED'
+    assert results[1]['task']['stopped_reason'] == 'maintenance window'
+    assert results[1]['events'][0]['reason'] == 'maintenance window'
+    assert results[2]['task']['stopped_reason'] == 'maintenance window'
+    assert task_containers(engine, cluster) == []
+
+
+def test_absent_in_four_steps(engine, cluster, converge, store_path):
+    converge(name='web', containers=[container('main')])
+    results = four_steps(converge, name='web', state='absent')
+    assert results[1]['events'][0]['event'] == 'task.stopped'
+    assert task_containers(engine, cluster) == []
+    assert store_rows(store_path)['tasks'] == []
+
+
+def test_changed_spec_replaces_in_four_steps(engine, cluster, converge):
+    first = converge(name='web', containers=[container('main')])
+    old_id = first['task']['containers'][0]['runtime_id']
+    results = four_steps(converge, name='web', containers=[container('main', ['sleep', '7200'])])
+    assert [e['event'] for e in results[1]['events']] == ['task.stopped', 'task.running']
+    new_id = results[1]['task']['containers'][0]['runtime_id']
+    assert new_id != old_id
+    assert [n for n, _, _ in task_containers(engine, cluster)] == ['web-main']
+    assert engine.api.inspect_container(new_id)['Config']['Cmd'] == ['sleep', '7200']
+
+
+def test_diff_mode(converge):
+    args = dict(name='web', containers=[container('main')])
+    r = converge(check=True, diff=True, **args)
+    key = next(iter(r['diff']['after']))
+    assert r['diff']['before'] == {key: None}
+    assert r['diff']['after'][key]['containers'] == [{'name': 'main', 'image': IMAGE, 'last_status': 'PENDING'}]
+    converge(**args)
+    r = converge(diff=True, name='web', state='stopped')
+    assert r['diff']['before'][key]['last_status'] == 'RUNNING'
+    assert r['diff']['after'][key]['last_status'] == 'STOPPED'
+
+
+def test_essential_exit_stops_the_task_and_never_restarts(engine, cluster, converge, store_path):
+    args = dict(name='job', containers=[container('main', ['sh', '-c', 'sleep 0.3; exit 3']),
+                                        container('side', essential=False)])
+    converge(**args)
+    wait_for(lambda: dict((n, s) for n, s, _ in task_containers(engine, cluster)).get('job-main') == 'exited')
+    r = converge(**args)
+    assert r['changed']
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'] == 'container main exited (3)'
+    assert [c['exit_code'] for c in r['task']['containers']] == [3, None]
+    assert task_containers(engine, cluster) == []
+    for _ in range(2):
+        again = converge(**args)
+        assert not again['changed'] and again['task']['stopped_reason'] == 'container main exited (3)'
+    assert task_containers(engine, cluster) == []
+
+
+def test_non_essential_exit_keeps_the_task(engine, cluster, converge):
+    args = dict(name='job', containers=[container('main'), container('once', ['true'], essential=False)])
+    converge(**args)
+    wait_for(lambda: dict((n, s) for n, s, _ in task_containers(engine, cluster)).get('job-once') == 'exited')
+    r = converge(**args)
+    assert not r['changed'] and r['task']['last_status'] == 'RUNNING'
+    assert [(c['name'], c['last_status'], c['exit_code']) for c in r['task']['containers']] == [
+        ('main', 'RUNNING', None), ('once', 'STOPPED', 0)]
+
+
+def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store_path):
+    args = dict(name='svc', restart='always', containers=[container('main', ['sh', '-c', 'exit 1'])])
+    converge(**args)
+    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    r = converge(**args)
+    assert [e['event'] for e in r['events']] == ['task.stopped', 'task.held']
+    assert r['task']['streak'] == 1 and r['task']['held_until']
+    held = converge(**args)
+    assert not held['changed'] and task_containers(engine, cluster) == []
+    # Let the hold run out (a real store row, as a later converge would find it).
+    db = sqlite3.connect(store_path)
+    db.execute('UPDATE tasks SET hold_until = 0')
+    db.commit()
+    db.close()
+    again = converge(**args)
+    assert again['changed'] and [e['event'] for e in again['events']] == ['task.running']
+    assert again['task']['streak'] == 1
+    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    second = converge(**args)
+    assert second['task']['streak'] == 2
+    assert second['events'][1]['event'] == 'task.held'
+
+
+def test_on_failure_does_not_rerun_a_clean_exit(engine, cluster, converge):
+    args = dict(name='batch', restart='on-failure', containers=[container('main', ['true'])])
+    converge(**args)
+    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    r = converge(**args)
+    assert r['task']['stopped_reason'] == 'container main exited (0)' and r['task']['held_until'] is None
+    assert not converge(**args)['changed']
+
+
+def test_adoption_after_the_store_is_deleted(engine, cluster, converge, store_path, tmp_path):
+    args = dict(name='web', containers=[container('main'), container('side')])
+    first = converge(**args)
+    ids = sorted(c['runtime_id'] for c in first['task']['containers'])
+    fresh = str(tmp_path / 'other' / 'store.db')
+    check = converge(check=True, store_path=fresh, **args)
+    assert not check['changed']
+    r = converge(store_path=fresh, **args)
+    assert not r['changed'] and r['task']['last_status'] == 'RUNNING'
+    assert sorted(c['runtime_id'] for c in r['task']['containers']) == ids
+    assert len(task_containers(engine, cluster)) == 2
+    assert store_rows(fresh)['tasks'][0][4] == 'RUNNING'
+
+
+def test_vanished_containers_are_reported_stopped(engine, cluster, converge):
+    args = dict(name='web', containers=[container('main')])
+    converge(**args)
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+        c.remove(force=True)
+    r = converge(**args)
+    assert r['changed'] and r['task']['stopped_reason'] == 'Container exited while no converge was running'
+    assert not converge(**args)['changed']
+
+
+def test_purge_removes_only_undeclared_tasks_of_the_cluster(engine, cluster, converge, module_runner, store_path):
+    other = cluster + 'x'
+    try:
+        module_runner('ecs_task', dict(name='keep', cluster=other, store_path=store_path,
+                                       containers=[container('main')]))
+        converge(name='old', containers=[container('main')])
+        tasks = [dict(name='a', containers=[container('main')]), dict(name='b', containers=[container('main')])]
+        results = four_steps(converge, tasks=tasks, purge=True)
+        assert sorted((t['name'], t['last_status']) for t in results[1]['tasks']) == [
+            ('a', 'RUNNING'), ('b', 'RUNNING'), ('old', 'STOPPED')]
+        assert [n for n, _, _ in task_containers(engine, cluster)] == ['a-main', 'b-main']
+        assert [n for n, _, _ in task_containers(engine, other)] == ['keep-main']
+    finally:
+        for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % other}):
+            c.remove(force=True)
+
+
+def test_start_failure_removes_what_started(engine, cluster, converge):
+    args = dict(name='bad', containers=[container('ok'), container('broken', ['/no/such/program'])])
+    r = converge(**args)
+    assert not r.failed
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'].startswith('container start failed: ')
+    assert 'no such file or directory' in r['task']['stopped_reason']
+    assert task_containers(engine, cluster) == []
+    assert not converge(**args)['changed']
+
+
+def test_pull_never_with_missing_image(engine, cluster, converge):
+    r = converge(name='nopull', pull='never', containers=[container('main', image='drover.local/absent:404')])
+    assert r['task']['stopped_reason'] == ('image pull failed: drover.local/absent:404 is not on the host and '
+                                           'pull is never')
+    assert task_containers(engine, cluster) == []
+
+
+def test_port_mappings_publish(engine, cluster, converge):
+    r = converge(name='web', containers=[container('httpd', ['httpd', '-f', '-p', '8080'],
+                                                   port_mappings=[{'container_port': 8080, 'host_port': 18080},
+                                                                  {'container_port': 9090, 'protocol': 'udp'}])])
+    bindings = engine.api.inspect_container(r['task']['containers'][0]['runtime_id'])['HostConfig']['PortBindings']
+    assert bindings['8080/tcp'] == [{'HostIp': '', 'HostPort': '18080'}]
+    assert bindings['9090/udp'][0]['HostPort'] == ''
+
+
+def test_task_definition_runs(engine, cluster, converge):
+    td = {'family': 'tdweb', 'networkMode': 'bridge', 'revision': 7, 'volumes': [],
+          'containerDefinitions': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+                                    'environment': [{'name': 'A', 'value': '1'}], 'mountPoints': []}]}
+    results = four_steps(converge, task_definition=td)
+    assert results[1]['task']['name'] == 'tdweb'
+    assert [n for n, _, _ in task_containers(engine, cluster)] == ['tdweb-main']
+
+
+def test_gpu_request_without_ledger_is_best_effort(engine, cluster, converge):
+    r = converge(name='gpu', containers=[container('main', gpu=2)])
+    assert r['task']['last_status'] == 'RUNNING' and r['task']['containers'][0]['gpu_ids'] == []
+    assert any('gpu ledger: requested 2 GPUs, 0 free' in w for w in warnings_of(r))
+
+
+def test_container_name_of_another_task_is_refused(engine, cluster, converge, module_runner, store_path):
+    # 'web' + '-' + 'a-main' and 'web-a' + '-' + 'main' are both web-a-main.
+    converge(name='web-a', containers=[container('main')])
+    before = host_snapshot(engine, store_path)
+    r = converge(name='web', containers=[container('a-main')])
+    assert r.failed and 'already used by task' in r['msg']
+    assert host_snapshot(engine, store_path) == before
+
+
+@pytest.mark.parametrize('args,words', [
+    (dict(name='x', containers=[{'name': 'main'}]), ('image',)),
+    (dict(name='x', containers=[container('a'), container('a')]), ('used twice',)),
+    (dict(name='x', task_definition={'family': 'x', 'containerDefinitions': [
+        {'name': 'a', 'image': IMAGE, 'logConfiguration': {'logDriver': 'awslogs'}}]}), ('logConfiguration',)),
+    (dict(name='x', containers=[container('a', memory=2)]), ('memory', 'at least 6')),
+    (dict(name='x', containers=[container('a', command='sleep 60')]), ('command', 'list')),
+    (dict(name='x', purge=True, containers=[container('a')]), ('purge',)),
+    (dict(name='x', containers=[container('a', image='UPPER/case')]), ('image',)),
+    (dict(name='x', network_mode='awsvpc', containers=[container('a')]), ('awsvpc',)),
+    (dict(name='x', containers=[container('a', port_mappings=[{'container_port': 0}])]), ('container_port',)),
+    (dict(tasks=[{'name': 'x', 'containers': [container('a')], 'bogus': 1}]), ('tasks[0]', 'bogus')),
+    (dict(name='x', timeout=5, docker_host='unix:///nonexistent/docker.sock', containers=[container('a')]),
+     ('cannot be reached',)),
+])
+def test_bad_input_changes_nothing(engine, cluster, converge, store_path, args, words):
+    converge(name='keep', containers=[container('main')])
+    before = host_snapshot(engine, store_path)
+    for check in (True, False):
+        r = converge(check=check, **args)
+        assert r.failed, r
+        for word in words:
+            assert word in r['msg'], r['msg']
+        assert 'Traceback' not in r['msg']
+        assert host_snapshot(engine, store_path) == before
+
+
+def test_unreachable_engine_creates_no_store(tmp_path, module_runner):
+    path = str(tmp_path / 'nothing' / 'store.db')
+    r = module_runner('ecs_task', dict(name='x', store_path=path, docker_host='unix:///nonexistent/docker.sock',
+                                       containers=[container('a')]))
+    assert r.failed and 'Docker engine' in r['msg'] and not (tmp_path / 'nothing').exists()
+
+
+def test_host_lock_times_out_with_a_clear_message(engine, cluster, converge, store_path):
+    from ansible_collections.drover.fleet.plugins.module_utils._store import HostLock
+    with HostLock(store_path + '.lock'):
+        r = converge(name='web', lock_timeout=1, containers=[container('main')])
+    assert r.failed and 'another converge holds the host lock' in r['msg']
+    assert task_containers(engine, cluster) == []
+
+
+def test_info_lists_without_changing(engine, cluster, converge, module_runner, store_path):
+    converge(name='a', containers=[container('main')])
+    converge(name='b', containers=[container('main', ['sh', '-c', 'exit 4'])])
+    wait_for(lambda: 'exited' in [s for _, s, _ in task_containers(engine, cluster)])
+    before = host_snapshot(engine, store_path)
+    every = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster))
+    assert not every['changed']
+    assert [(t['name'], t['last_status']) for t in every['tasks']] == [('a', 'RUNNING'), ('b', 'STOPPED')]
+    assert every['tasks'][1]['containers'][0]['exit_code'] == 4
+    one = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster, name='a'))
+    assert [t['name'] for t in one['tasks']] == ['a']
+    assert host_snapshot(engine, store_path) == before

@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+"""The task decider: pure, the clock an argument."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as p
+from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+
+IMG = 'drover.local/busybox:1'
+T0 = 1_800_000_000.0
+
+
+def decl(restart='never', state='running', stop_reason=None, containers=None):
+    containers = containers or [{'name': 'main', 'image': IMG}, {'name': 'side', 'image': IMG, 'essential': False}]
+    raw = {'name': 'web', 'restart': restart, 'state': state, 'stop_reason': stop_reason}
+    if state == 'running':
+        raw['containers'] = containers
+    return spec.task(raw)
+
+
+def obs(d, name, state='running', code=None, spec_hash=None):
+    return {'id': 'id-' + name, 'name': 'web-' + name, 'state': state, 'image': IMG, 'created': T0,
+            'exit_code': code,
+            'labels': {'drover.role': 'task', 'drover.task': d.name, 'drover.cluster': d.cluster,
+                       'drover.container': name, 'drover.spec-hash': spec_hash or d.spec_hash}}
+
+
+def both(d, main='running', side='running', code=None):
+    return [obs(d, 'main', main, code), obs(d, 'side', side)]
+
+
+def run(d, observed, stored, now=T0):
+    plan = p.plan_task(d, observed, stored, now)
+    return plan
+
+
+def settle(d, plan, now):
+    """What the applier records after a successful start."""
+    return dict(plan.record, last_status='RUNNING', started_at=now)
+
+
+def test_backoff_sequence():
+    assert [p.backoff(n) for n in range(1, 9)] == [30, 60, 120, 240, 480, 600, 600, 600]
+
+
+def test_new_task_starts():
+    d = decl()
+    plan = run(d, [], None)
+    assert plan.start and plan.changed and not plan.remove
+    assert plan.record['last_status'] == 'PENDING' and plan.record['desired_status'] == 'RUNNING'
+
+
+def test_running_task_is_left_alone():
+    d = decl()
+    first = run(d, [], None)
+    stored = dict(settle(d, first, T0), containers=[])
+    plan = run(d, both(d), stored, T0 + 5)
+    assert not plan.changed and not plan.start and not plan.remove and not plan.events
+
+
+def test_adoption_without_store_changes_nothing_on_the_host():
+    d = decl()
+    plan = run(d, both(d), None, T0 + 50)
+    assert not plan.changed and not plan.start and not plan.remove
+    assert plan.write and plan.record['last_status'] == 'RUNNING' and plan.record['started_at'] == T0
+
+
+def test_essential_exit_stops_whole_task_and_keeps_code():
+    d = decl()
+    plan = run(d, both(d, main='exited', code=3), None, T0 + 10)
+    assert plan.changed and not plan.start
+    assert sorted(o['id'] for o in plan.remove) == ['id-main', 'id-side']
+    assert plan.record['last_status'] == 'STOPPED'
+    assert plan.record['stopped_reason'] == 'container main exited (3)'
+    assert [c['exit_code'] for c in plan.record['containers']] == [3, None]
+    assert [e['event'] for e in plan.events] == ['task.stopped']
+    assert plan.record['hold_until'] is None
+
+
+def test_non_essential_exit_keeps_task_running():
+    d = decl()
+    plan = run(d, both(d, side='exited'), None)
+    assert not plan.changed and not plan.remove
+    assert plan.record['last_status'] == 'RUNNING'
+    assert [c['last_status'] for c in plan.record['containers']] == ['RUNNING', 'STOPPED']
+
+
+def test_restart_never_stays_stopped():
+    d = decl()
+    stopped = run(d, both(d, main='exited', code=1), None).record
+    for later in (60, 6000, 600000):
+        plan = run(d, [], stopped, T0 + later)
+        assert not plan.changed and not plan.start and not plan.write
+
+
+def test_on_failure_does_not_restart_a_clean_exit():
+    d = decl(restart='on-failure')
+    stopped = run(d, both(d, main='exited', code=0), None).record
+    assert stopped['hold_until'] is None
+    assert not run(d, [], stopped, T0 + 10000).start
+
+
+def test_always_holds_with_backoff_then_restarts():
+    d = decl(restart='always')
+    now = T0
+    stored = None
+    holds = []
+    observed = both(d)
+    for _ in range(8):
+        stop = run(d, both(d, main='exited', code=1), stored, now)
+        rec = stop.record
+        holds.append(rec['hold_until'] - now)
+        assert [e['event'] for e in stop.events] == ['task.stopped', 'task.held']
+        held = run(d, [], rec, now + holds[-1] - 1)
+        assert not held.start and not held.changed
+        again = run(d, [], rec, now + holds[-1])
+        assert again.start and again.record['streak'] == rec['streak']
+        now = now + holds[-1] + 1
+        stored = settle(d, again, now)
+    assert holds == [30, 60, 120, 240, 480, 600, 600, 600]
+    del observed
+
+
+def test_a_long_run_starts_a_new_streak():
+    d = decl(restart='always')
+    stored = {'cluster': 'default', 'name': 'web', 'spec_hash': d.spec_hash, 'desired_status': 'RUNNING',
+              'last_status': 'RUNNING', 'stopped_reason': None, 'restart': 'always', 'started_at': T0,
+              'stopped_at': None, 'streak': 5, 'hold_until': None, 'containers': []}
+    rec = run(d, both(d, main='exited', code=1), stored, T0 + 601).record
+    assert rec['streak'] == 1 and rec['hold_until'] == T0 + 601 + 30
+    rec = run(d, both(d, main='exited', code=1), stored, T0 + 20).record
+    assert rec['streak'] == 6 and rec['hold_until'] == T0 + 20 + 600
+
+
+def test_changed_spec_replaces_containers_and_resets_streak():
+    d = decl(restart='always')
+    old = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG, 'command': ['sleep', '1']}]})
+    stored = {'cluster': 'default', 'name': 'web', 'spec_hash': old.spec_hash, 'desired_status': 'RUNNING',
+              'last_status': 'RUNNING', 'stopped_reason': None, 'restart': 'always', 'started_at': T0,
+              'stopped_at': None, 'streak': 4, 'hold_until': None, 'containers': []}
+    plan = run(d, [obs(old, 'main')], stored, T0 + 5)
+    assert plan.start and [o['id'] for o in plan.remove] == ['id-main']
+    assert plan.record['streak'] == 0
+    assert [e['event'] for e in plan.events] == ['task.stopped']
+
+
+def test_changed_spec_of_a_stopped_never_task_is_a_new_run():
+    d = decl()
+    stopped = run(d, both(d, main='exited', code=0), None).record
+    d2 = decl(containers=[{'name': 'main', 'image': IMG, 'command': ['true']}])
+    assert run(d2, [], stopped, T0 + 1).start
+
+
+def test_vanished_containers_are_reported():
+    d = decl(restart='on-failure')
+    stored = dict(run(d, [], None).record, last_status='RUNNING')
+    plan = run(d, [], stored, T0 + 9)
+    assert plan.changed and not plan.start
+    assert plan.record['stopped_reason'] == p.EXITED_UNSEEN
+    assert plan.record['hold_until'] == T0 + 9 + 30
+
+
+def test_missing_essential_container_stops_the_task():
+    d = decl()
+    plan = run(d, [obs(d, 'side')], None)
+    assert plan.record['stopped_reason'] == p.EXITED_UNSEEN and [o['id'] for o in plan.remove] == ['id-side']
+
+
+def test_cut_short_start_is_started_again():
+    d = decl()
+    pending = run(d, [], None).record
+    plan = run(d, [obs(d, 'main', 'created')], pending, T0 + 1)
+    assert plan.start and [o['id'] for o in plan.remove] == ['id-main']
+
+
+@pytest.mark.parametrize('reason,expected', [(None, 'Task stopped'), ('maintenance', 'maintenance')])
+def test_stop_removes_and_records_reason(reason, expected):
+    d = decl()
+    stopped = decl(state='stopped', stop_reason=reason)
+    stored = dict(run(d, [], None).record, last_status='RUNNING')
+    plan = run(stopped, both(d), stored, T0 + 3)
+    assert plan.changed and len(plan.remove) == 2 and not plan.start
+    assert plan.record['last_status'] == 'STOPPED' and plan.record['desired_status'] == 'STOPPED'
+    assert plan.record['stopped_reason'] == expected
+    again = run(stopped, [], plan.record, T0 + 4)
+    assert not again.changed and not again.write
+
+
+def test_stop_of_an_unknown_task_changes_nothing():
+    plan = run(decl(state='stopped'), [], None)
+    assert not plan.changed and not plan.write and not plan.remove
+
+
+def test_stopped_task_declared_running_again_is_a_new_run():
+    d = decl()
+    stored = run(decl(state='stopped'), both(d), dict(run(d, [], None).record, last_status='RUNNING')).record
+    plan = run(d, [], stored, T0 + 100)
+    assert plan.start and plan.changed
+
+
+def test_absent_removes_everything():
+    d = decl()
+    stored = dict(run(d, [], None).record, last_status='RUNNING')
+    plan = run(decl(state='absent'), both(d), stored, T0 + 1)
+    assert plan.delete and plan.changed and len(plan.remove) == 2
+    assert [e['event'] for e in plan.events] == ['task.stopped']
+    gone = run(decl(state='absent'), [], None, T0 + 2)
+    assert not gone.changed and not gone.delete
+
+
+def test_failed_start_record():
+    d = decl(restart='on-failure')
+    pending = run(d, [], None).record
+    rec = p.stopped_record(pending, p.reason_pull('boom'), T0, d.restart, [])
+    assert rec['stopped_reason'] == 'image pull failed: boom' and rec['streak'] == 1 and rec['hold_until'] == T0 + 30
+    never = p.stopped_record(pending, p.reason_start('x'), T0, 'never', [])
+    assert never['hold_until'] is None
+
+
+def test_events_carry_the_subject_and_time():
+    d = decl()
+    plan = run(d, both(d, main='exited', code=2), None, T0)
+    ev = plan.events[0]
+    assert ev == {'event': 'task.stopped', 'at': p.iso(T0), 'cluster': 'default', 'task': 'web',
+                  'subject': 'task/default/web', 'reason': 'container main exited (2)'}

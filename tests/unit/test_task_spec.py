@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+"""Declarations: every rule, with the field named in the message."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
+
+IMG = 'drover.local/busybox:1'
+
+
+def one(**kw):
+    raw = {'name': 'web', 'containers': [{'name': 'main', 'image': IMG}]}
+    raw.update(kw)
+    return spec.task_set(raw)[0][0]
+
+
+def refused(params, *words):
+    with pytest.raises(SpecError) as err:
+        spec.task_set(params)
+    for word in words:
+        assert word in str(err.value), str(err.value)
+    return str(err.value)
+
+
+def test_defaults():
+    t = one()
+    assert (t.cluster, t.network_mode, t.state, t.restart, t.pull) == ('default', 'bridge', 'running', 'never', 'missing')
+    c = t.containers[0]
+    assert c.essential is True and c.gpu == 0 and c.command is None and c.environment == ()
+
+
+def test_environment_values_become_strings_and_order_does_not_matter():
+    a = one(containers=[{'name': 'm', 'image': IMG, 'environment': {'A': 1, 'B': True, 'C': None}}])
+    assert dict(a.containers[0].environment) == {'A': '1', 'B': 'true', 'C': ''}
+    b = one(containers=[{'name': 'm', 'image': IMG, 'environment': {'C': None, 'B': True, 'A': 1}}])
+    assert a.spec_hash == b.spec_hash
+
+
+@pytest.mark.parametrize('change', [
+    {'image': 'drover.local/busybox:2'}, {'command': ['sleep', '1']}, {'environment': {'X': 'y'}},
+    {'memory': 64}, {'cpu': 512}, {'essential': True, 'entrypoint': ['sh']},
+])
+def test_spec_hash_changes_with_what_replaces_a_task(change):
+    base = {'name': 'm', 'image': IMG}
+    assert one(containers=[base]).spec_hash != one(containers=[dict(base, **change)]).spec_hash
+
+
+def test_spec_hash_ignores_restart_and_pull():
+    assert one().spec_hash == one(restart='always', pull='always').spec_hash
+
+
+@pytest.mark.parametrize('params,words', [
+    ({'name': 'web', 'containers': [{'name': 'main'}]}, ('containers[0].image', 'required')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG}, {'name': 'a', 'image': IMG}]},
+     ('containers[1].name', 'used twice')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'memory': 4}]}, ('containers[0].memory', 'at least 6')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'command': 'sleep 60'}]},
+     ('containers[0].command', 'list of strings')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'entrypoint': {'a': 1}}]},
+     ('containers[0].entrypoint', 'list')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': 'Not Valid'}]}, ('containers[0].image', 'not a valid image')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'gpu': -1}]}, ('containers[0].gpu', 'at least 0')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'cpu': -5}]}, ('containers[0].cpu', 'at least 2')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'essential': False}]}, ('essential',)),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'volumes': ['/x']}]},
+     ('containers[0]', 'unsupported keys: volumes')),
+    ({'name': 'web/x', 'containers': [{'name': 'a', 'image': IMG}]}, ('name', 'not a valid name')),
+    ({'name': 'web', 'containers': []}, ('containers', 'required')),
+    ({'name': 'web'}, ('containers', 'required')),
+    ({'name': 'web', 'purge': True, 'containers': [{'name': 'a', 'image': IMG}]}, ('purge', 'tasks')),
+    ({'name': 'web', 'network_mode': 'host', 'containers': [
+        {'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 80}]}]}, ('port_mappings', 'bridge')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 70000}]}]},
+     ('port_mappings[0].container_port', 'at most 65535')),
+    ({'name': 'web', 'network_mode': 'awsvpc', 'containers': [{'name': 'a', 'image': IMG}]}, ('awsvpc',)),
+    ({'name': 'web', 'restart': 'sometimes', 'containers': [{'name': 'a', 'image': IMG}]}, ('restart',)),
+    ({'tasks': 'web'}, ('tasks', 'list')),
+    ({'tasks': [{'name': 'a', 'containers': [{'name': 'm', 'image': IMG}], 'colour': 'red'}]},
+     ('tasks[0]', 'unsupported keys: colour')),
+    ({'tasks': [], 'name': 'x'}, ('tasks is mutually exclusive with name',)),
+    ({'name': 'web', 'registry_auth': {'registry': 'r.example', 'username': 'u'}, 'containers': [
+        {'name': 'a', 'image': IMG}]}, ('registry_auth.password', 'required')),
+    ({'name': 'web', 'task_role_arn': 'role', 'containers': [{'name': 'a', 'image': IMG}]}, ('task_role_arn', 'ARN')),
+    ({'tasks': [{'name': 'a', 'containers': [{'name': 'm', 'image': IMG}]},
+                {'name': 'a', 'containers': [{'name': 'm', 'image': IMG, 'command': ['x']}]}]},
+     ('tasks[1]', 'second time')),
+])
+def test_bad_declarations_name_the_field(params, words):
+    refused(params, *words)
+
+
+def test_stop_wins_over_start_in_one_set():
+    tasks, purge = spec.task_set({'tasks': [
+        {'name': 'a', 'containers': [{'name': 'm', 'image': IMG}]},
+        {'name': 'a', 'state': 'stopped'},
+    ], 'purge': True, 'cluster': 'blue'})
+    assert [(t.cluster, t.name, t.state) for t in tasks] == [('blue', 'a', 'stopped')]
+    assert purge == 'blue'
+
+
+TD = {
+    'taskDefinitionArn': 'arn:aws:ecs:eu-west-1:123456789012:task-definition/web:3',
+    'family': 'web', 'revision': 3, 'status': 'ACTIVE', 'networkMode': 'bridge',
+    'volumes': [], 'placementConstraints': [], 'requiresAttributes': [{'name': 'x'}],
+    'compatibilities': ['EC2'], 'registeredAt': '2026-01-01T00:00:00Z',
+    'containerDefinitions': [{
+        'name': 'httpd', 'image': IMG, 'cpu': 256, 'memory': 64, 'essential': True,
+        'command': ['httpd', '-f'], 'entryPoint': [], 'environment': [{'name': 'A', 'value': 'b'}],
+        'portMappings': [{'containerPort': 80, 'hostPort': 0, 'protocol': 'tcp'}],
+        'mountPoints': [], 'volumesFrom': [], 'resourceRequirements': [{'type': 'GPU', 'value': '1'}],
+    }],
+}
+
+
+def test_task_definition_as_aws_returns_it():
+    t = spec.task_set({'task_definition': TD})[0][0]
+    assert t.name == 'web' and t.network_mode == 'bridge'
+    c = t.containers[0]
+    assert (c.name, c.cpu, c.memory, c.command, c.gpu) == ('httpd', 256, 64, ('httpd', '-f'), 1)
+    assert dict(c.environment) == {'A': 'b'}
+    assert c.port_mappings == (spec.PortMapping(80, None, 'tcp'),)
+    same = spec.task_set({'name': 'web', 'containers': [{
+        'name': 'httpd', 'image': IMG, 'cpu': 256, 'memory': 64, 'command': ['httpd', '-f'], 'entrypoint': [],
+        'environment': {'A': 'b'}, 'port_mappings': [{'container_port': 80}], 'gpu': 1}]})[0][0]
+    assert same.spec_hash == t.spec_hash
+
+
+@pytest.mark.parametrize('td,words', [
+    (dict(TD, cpu='1024', memory='2048'), ('task_definition', 'cpu, memory')),
+    (dict(TD, volumes=[{'name': 'data'}]), ('task_definition', 'volumes')),
+    (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], links=['db'], mountPoints=[{'x': 1}])]),
+     ('containerDefinitions[0]', 'links, mountPoints')),
+    (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0],
+                                         resourceRequirements=[{'type': 'InferenceAccelerator', 'value': 'x'}])]),
+     ('resourceRequirements[0]', 'GPU')),
+    (dict(TD, containerDefinitions=[]), ('containerDefinitions', 'non-empty')),
+])
+def test_task_definition_refuses_what_it_cannot_do(td, words):
+    refused({'task_definition': td}, *words)
+
+
+def test_task_definition_network_mode_must_agree():
+    refused({'task_definition': TD, 'network_mode': 'host'}, 'contradicts')
