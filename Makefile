@@ -20,7 +20,7 @@ demo: setup
 	@echo '--- second run: nothing to do (changed=0) ---'
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
 	@echo '--- the tasks now running on this host ---'
-	docker ps --filter label=drover.role=task --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.cluster"}}'
+	docker ps --filter label=drover.role=task --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.cluster"}}'
 
 test: setup changelog docs unit integration molecule sanity
 	@echo 'make test: all suites passed'
@@ -62,7 +62,7 @@ changelog: venv
 	$(VENV)/bin/antsibull-changelog lint
 
 molecule: setup
-	cd extensions/molecule && $(VENV)/bin/molecule test -s tasks
+	$(VENV)/bin/molecule test -s tasks
 
 sanity: venv
 	VENV=$(VENV) hack/sanity.sh

@@ -218,17 +218,22 @@ def _with_exit_codes(engine, grouped, keys):
     return grouped
 
 
-def _open(params, check_mode):
-    engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
-    lock = None
-    if not check_mode:
-        lock = HostLock(params['store_path'] + '.lock', timeout=params.get('lock_timeout') or 60).acquire()
+def open_host(params, check_mode):
+    """Reach the engine, take the host lock (not in check mode) and open the store; raises TaskFailure."""
     try:
+        engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
+    except EngineUnavailable as exc:
+        raise TaskFailure(str(exc))
+    lock = None
+    try:
+        if not check_mode:
+            lock = HostLock(params['store_path'] + '.lock', timeout=params.get('lock_timeout') or 60).acquire()
         store = Store(params['store_path'], read_only=check_mode)
-    except Exception:
+    except (StoreError, LockTimeout) as exc:
         if lock:
             lock.release()
-        raise
+        engine.close()
+        raise TaskFailure(str(exc))
     return engine, store, lock
 
 
@@ -238,10 +243,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         tasks, purge_cluster = spec_mod.task_set(params)
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
-    try:
-        engine, store, lock = _open(params, check_mode)
-    except (EngineUnavailable, StoreError, LockTimeout) as exc:
-        raise TaskFailure(str(exc))
+    engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
     befores, afters = {}, {}
     try:

@@ -109,6 +109,7 @@ class Engine:
         state = info.get('State') or {}
         return {
             'status': state.get('Status'),
+            'pid': state.get('Pid') or None,
             'exit_code': state.get('ExitCode'),
             'oom_killed': bool(state.get('OOMKilled')),
             'started_at': state.get('StartedAt'),
@@ -151,7 +152,7 @@ class Engine:
             raise EngineError('%s is not on the host after the pull' % ref)
 
     def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
-               memory_mib=None, ports=None, network_mode=None):
+               memory_mib=None, ports=None, network_mode=None, dns=None):
         """Create one container; `ports` is a list of (container_port, host_port or None, protocol)."""
         bindings = {}
         exposed = []
@@ -164,6 +165,7 @@ class Engine:
             cpu_shares=cpu_shares,
             mem_limit='%dm' % memory_mib if memory_mib else None,
             network_mode=network_mode,
+            dns=list(dns) if dns else None,
         )
         try:
             created = self.api.create_container(

@@ -55,6 +55,29 @@ MIGRATIONS = (
         data    TEXT NOT NULL
     );
     """,
+    # 1 -> 2: GPU pins, credential-link /30 allocations, task credential registrations.
+    """
+    CREATE TABLE gpu_pins (
+        uuid      TEXT PRIMARY KEY,
+        key       TEXT NOT NULL,
+        task      TEXT NOT NULL,
+        pinned_at REAL NOT NULL
+    );
+    CREATE INDEX gpu_pins_task ON gpu_pins (task);
+    CREATE TABLE link_allocations (
+        subnet       TEXT PRIMARY KEY,
+        netns        TEXT NOT NULL UNIQUE,
+        allocated_at REAL NOT NULL
+    );
+    CREATE TABLE credentials (
+        cred_id       TEXT PRIMARY KEY,
+        cluster       TEXT NOT NULL,
+        task          TEXT NOT NULL,
+        role_arn      TEXT NOT NULL,
+        source_ip     TEXT,
+        registered_at REAL NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -208,8 +231,7 @@ class Store:
         return out
 
     def put_task(self, record, now):
-        if self.read_only:
-            raise StoreError('store %s is open read-only' % self.path)
+        self._writable()
         values = dict(record)
         values['containers'] = json.dumps(values.get('containers') or [], sort_keys=True)
         values['updated_at'] = now
@@ -221,14 +243,64 @@ class Store:
                         tuple(values.get(c) for c in TASK_COLUMNS))
 
     def delete_task(self, cluster, name):
-        if self.read_only:
-            raise StoreError('store %s is open read-only' % self.path)
+        self._writable()
         self.db.execute('DELETE FROM tasks WHERE cluster = ? AND name = ?', (cluster, name))
 
     # --- events outbox -------------------------------------------------------------------------
 
     def add_event(self, event):
-        if self.read_only:
-            raise StoreError('store %s is open read-only' % self.path)
+        self._writable()
         self.db.execute('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)',
                         (event['at'], event['event'], event.get('subject', ''), json.dumps(event, sort_keys=True)))
+
+    # --- GPU pins --------------------------------------------------------------------------------
+
+    def _writable(self):
+        if self.read_only:
+            raise StoreError('store %s is open read-only' % self.path)
+
+    def gpu_pins(self):
+        """Every pin: {uuid: (key, task)}."""
+        return dict((r['uuid'], (r['key'], r['task'])) for r in self.db.execute('SELECT * FROM gpu_pins'))
+
+    def set_gpu_pins(self, pins, now):
+        """Replace the pins with `pins` ({uuid: (key, task)}), in one transaction."""
+        self._writable()
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            self.db.execute('DELETE FROM gpu_pins')
+            self.db.executemany('INSERT INTO gpu_pins (uuid, key, task, pinned_at) VALUES (?, ?, ?, ?)',
+                                [(u, k, t, now) for u, (k, t) in sorted(pins.items())])
+            self.db.execute('COMMIT')
+        except Exception:
+            self.db.execute('ROLLBACK')
+            raise
+
+    # --- credential-link /30 allocations -----------------------------------------------------------
+
+    def link_allocations(self):
+        """{netns: subnet}."""
+        return dict((r['netns'], r['subnet']) for r in self.db.execute('SELECT * FROM link_allocations'))
+
+    def put_link_allocation(self, netns, subnet, now):
+        self._writable()
+        self.db.execute('INSERT OR REPLACE INTO link_allocations (subnet, netns, allocated_at) VALUES (?, ?, ?)',
+                        (subnet, netns, now))
+
+    def delete_link_allocation(self, netns):
+        self._writable()
+        self.db.execute('DELETE FROM link_allocations WHERE netns = ?', (netns,))
+
+    # --- task credential registrations ----------------------------------------------------------------
+
+    def credentials(self):
+        return [dict(r) for r in self.db.execute('SELECT * FROM credentials ORDER BY cred_id')]
+
+    def put_credential(self, cred_id, cluster, task, role_arn, source_ip, now):
+        self._writable()
+        self.db.execute('INSERT OR REPLACE INTO credentials (cred_id, cluster, task, role_arn, source_ip, '
+                        'registered_at) VALUES (?, ?, ?, ?, ?, ?)', (cred_id, cluster, task, role_arn, source_ip, now))
+
+    def delete_credentials(self, cluster, task):
+        self._writable()
+        self.db.execute('DELETE FROM credentials WHERE cluster = ? AND task = ?', (cluster, task))

@@ -28,7 +28,7 @@ description:
   - What cannot be read back from the engine (run history, exit codes, the restart streak and hold)
     lives in the host store, O(store_path). Converges on one host are serialised by a host lock.
 author:
-  - drover.fleet contributors
+  - drover.fleet contributors (@drover)
 extends_documentation_fragment:
   - drover.fleet.host
   - drover.fleet.host.LOCK

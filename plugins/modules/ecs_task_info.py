@@ -16,7 +16,7 @@ description:
     returns them. That is what the host store remembers, with the containers as the Docker engine shows them now.
   - Changes nothing, not even the store, and takes no lock.
 author:
-  - drover.fleet contributors
+  - drover.fleet contributors (@drover)
 extends_documentation_fragment:
   - drover.fleet.host
   - drover.fleet.attributes

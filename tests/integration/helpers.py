@@ -63,3 +63,8 @@ def warnings_of(result):
     for w in result.get('warnings') or []:
         out.append(w.get('event', {}).get('msg', '') if isinstance(w, dict) else w)
     return out
+
+
+def statuses(engine, cluster):
+    """Container name -> status of every container of the cluster, in name order."""
+    return dict((name, status) for name, status, labels in task_containers(engine, cluster))

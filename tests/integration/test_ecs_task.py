@@ -8,12 +8,12 @@ import sqlite3
 
 import pytest
 
-from helpers import IMAGE, container, host_snapshot, store_rows, task_containers, wait_for, warnings_of
+from helpers import IMAGE, container, host_snapshot, statuses, store_rows, task_containers, wait_for, warnings_of
 
 
 def four_steps(converge, **args):
     """check -> apply -> again -> check again; returns the four results."""
-    results = [converge(check=True, **args), converge(**args), converge(**args), converge(check=True, **args)]
+    results = [converge(check=check, **args) for check in (True, False, False, True)]
     for r in results:
         assert not r.failed, r.get('msg')
     assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
@@ -30,7 +30,7 @@ def test_start_in_four_steps(engine, cluster, converge, store_path):
     assert apply['task']['last_status'] == 'RUNNING'
     assert [e['event'] for e in apply['events']] == ['task.running']
     listed = task_containers(engine, cluster)
-    assert [(n, s) for n, s, _ in listed] == [('web-main', 'running'), ('web-side', 'running')]
+    assert statuses(engine, cluster) == {'web-main': 'running', 'web-side': 'running'}
     labels = listed[0][2]
     assert labels['drover.role'] == 'task' and labels['drover.task'] == 'web'
     assert labels['drover.container'] == 'main' and labels['drover.cluster'] == cluster
@@ -71,7 +71,7 @@ def test_changed_spec_replaces_in_four_steps(engine, cluster, converge):
     assert [e['event'] for e in results[1]['events']] == ['task.stopped', 'task.running']
     new_id = results[1]['task']['containers'][0]['runtime_id']
     assert new_id != old_id
-    assert [n for n, _, _ in task_containers(engine, cluster)] == ['web-main']
+    assert list(statuses(engine, cluster)) == ['web-main']
     assert engine.api.inspect_container(new_id)['Config']['Cmd'] == ['sleep', '7200']
 
 
@@ -91,15 +91,14 @@ def test_essential_exit_stops_the_task_and_never_restarts(engine, cluster, conve
     args = dict(name='job', containers=[container('main', ['sh', '-c', 'sleep 0.3; exit 3']),
                                         container('side', essential=False)])
     converge(**args)
-    wait_for(lambda: dict((n, s) for n, s, _ in task_containers(engine, cluster)).get('job-main') == 'exited')
+    wait_for(lambda: statuses(engine, cluster).get('job-main') == 'exited')
     r = converge(**args)
     assert r['changed']
     assert r['task']['last_status'] == 'STOPPED'
     assert r['task']['stopped_reason'] == 'container main exited (3)'
     assert [c['exit_code'] for c in r['task']['containers']] == [3, None]
     assert task_containers(engine, cluster) == []
-    for _ in range(2):
-        again = converge(**args)
+    for again in (converge(**args), converge(**args)):
         assert not again['changed'] and again['task']['stopped_reason'] == 'container main exited (3)'
     assert task_containers(engine, cluster) == []
 
@@ -107,7 +106,7 @@ def test_essential_exit_stops_the_task_and_never_restarts(engine, cluster, conve
 def test_non_essential_exit_keeps_the_task(engine, cluster, converge):
     args = dict(name='job', containers=[container('main'), container('once', ['true'], essential=False)])
     converge(**args)
-    wait_for(lambda: dict((n, s) for n, s, _ in task_containers(engine, cluster)).get('job-once') == 'exited')
+    wait_for(lambda: statuses(engine, cluster).get('job-once') == 'exited')
     r = converge(**args)
     assert not r['changed'] and r['task']['last_status'] == 'RUNNING'
     assert [(c['name'], c['last_status'], c['exit_code']) for c in r['task']['containers']] == [
@@ -117,7 +116,7 @@ def test_non_essential_exit_keeps_the_task(engine, cluster, converge):
 def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store_path):
     args = dict(name='svc', restart='always', containers=[container('main', ['sh', '-c', 'exit 1'])])
     converge(**args)
-    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
     r = converge(**args)
     assert [e['event'] for e in r['events']] == ['task.stopped', 'task.held']
     assert r['task']['streak'] == 1 and r['task']['held_until']
@@ -131,7 +130,7 @@ def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store
     again = converge(**args)
     assert again['changed'] and [e['event'] for e in again['events']] == ['task.running']
     assert again['task']['streak'] == 1
-    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
     second = converge(**args)
     assert second['task']['streak'] == 2
     assert second['events'][1]['event'] == 'task.held'
@@ -140,7 +139,7 @@ def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store
 def test_on_failure_does_not_rerun_a_clean_exit(engine, cluster, converge):
     args = dict(name='batch', restart='on-failure', containers=[container('main', ['true'])])
     converge(**args)
-    wait_for(lambda: [s for _, s, _ in task_containers(engine, cluster)] == ['exited'])
+    wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
     r = converge(**args)
     assert r['task']['stopped_reason'] == 'container main exited (0)' and r['task']['held_until'] is None
     assert not converge(**args)['changed']
@@ -180,8 +179,8 @@ def test_purge_removes_only_undeclared_tasks_of_the_cluster(engine, cluster, con
         results = four_steps(converge, tasks=tasks, purge=True)
         assert sorted((t['name'], t['last_status']) for t in results[1]['tasks']) == [
             ('a', 'RUNNING'), ('b', 'RUNNING'), ('old', 'STOPPED')]
-        assert [n for n, _, _ in task_containers(engine, cluster)] == ['a-main', 'b-main']
-        assert [n for n, _, _ in task_containers(engine, other)] == ['keep-main']
+        assert list(statuses(engine, cluster)) == ['a-main', 'b-main']
+        assert list(statuses(engine, other)) == ['keep-main']
     finally:
         for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % other}):
             c.remove(force=True)
@@ -220,7 +219,7 @@ def test_task_definition_runs(engine, cluster, converge):
                                     'environment': [{'name': 'A', 'value': '1'}], 'mountPoints': []}]}
     results = four_steps(converge, task_definition=td)
     assert results[1]['task']['name'] == 'tdweb'
-    assert [n for n, _, _ in task_containers(engine, cluster)] == ['tdweb-main']
+    assert list(statuses(engine, cluster)) == ['tdweb-main']
 
 
 def test_gpu_request_without_ledger_is_best_effort(engine, cluster, converge):
@@ -283,7 +282,7 @@ def test_host_lock_times_out_with_a_clear_message(engine, cluster, converge, sto
 def test_info_lists_without_changing(engine, cluster, converge, module_runner, store_path):
     converge(name='a', containers=[container('main')])
     converge(name='b', containers=[container('main', ['sh', '-c', 'exit 4'])])
-    wait_for(lambda: 'exited' in [s for _, s, _ in task_containers(engine, cluster)])
+    wait_for(lambda: 'exited' in list(statuses(engine, cluster).values()))
     before = host_snapshot(engine, store_path)
     every = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster))
     assert not every['changed']

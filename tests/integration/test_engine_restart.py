@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+"""The engine restarts under running tasks: the next converge finds every task from its labels, reports
+what stopped, and never starts a duplicate. Runs last in its module: it restarts the real dockerd."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import subprocess
+import time
+
+import docker
+
+from helpers import container, statuses, wait_for
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def dockerd_pids():
+    out = subprocess.run(['pgrep', '-x', 'dockerd'], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def restart_engine():
+    for pid in dockerd_pids():
+        os.kill(pid, 15)
+    wait_for(lambda: not dockerd_pids(), timeout=60)
+    subprocess.run([os.path.join(ROOT, 'hack', 'engine.sh')], check=True, capture_output=True, timeout=120)
+
+
+def test_engine_restart_finds_every_task_and_starts_no_duplicate(engine, cluster, converge, store_path, tmp_path):
+    never = dict(name='once', containers=[container('main')])
+    always = dict(name='svc', restart='always', containers=[container('main')])
+    first = [converge(**never), converge(**always)]
+    assert [r['task']['last_status'] for r in first] == ['RUNNING', 'RUNNING']
+    since = int(time.time())
+    restart_engine()
+    client = docker.from_env()
+    try:
+        # The engine stopped the containers on its way down; nothing started them again.
+        assert set(statuses(client, cluster).values()) == {'exited'}
+        after = [converge(**never), converge(**always)]
+        for r in after:
+            assert r['task']['last_status'] == 'STOPPED'
+            assert r['task']['stopped_reason'].startswith('container main exited (')
+        assert after[1]['task']['held_until'] is not None
+        assert statuses(client, cluster) == {}
+        # Converging again changes nothing: no second run of `once`, `svc` waits for its hold.
+        again = [converge(**never), converge(**always)]
+        assert [r['changed'] for r in again] == [False, False]
+        creates = client.api.events(since=since, until=int(time.time()) + 1, decode=True,
+                                    filters={'type': 'container', 'event': 'create',
+                                             'label': 'drover.cluster=%s' % cluster})
+        assert list(creates) == []
+        # Store lost as well: a fresh store finds nothing to adopt and restarts nothing by itself.
+        fresh = str(tmp_path / 'fresh' / 'store.db')
+        svc_running = converge(store_path=fresh, **always)
+        assert svc_running['task']['last_status'] == 'RUNNING'
+        assert statuses(client, cluster) == {'svc-main': 'running'}
+    finally:
+        client.close()

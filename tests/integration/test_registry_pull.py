@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+"""Pulls with registry credentials, against a real local registry with htpasswd (hack/registry.sh)."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, container, statuses
+
+REMOTE = '%s/drover/busybox:1' % REGISTRY
+
+
+@pytest.fixture
+def no_local_copy(engine):
+    """The registry's image is not on the host, so the converge has to pull it."""
+    def drop():
+        try:
+            engine.images.remove(REMOTE)
+        except Exception:  # pylint: disable=broad-except
+            pass
+    drop()
+    yield
+    drop()
+
+
+def auth(password=REGISTRY_PASSWORD):
+    return {'registry': REGISTRY, 'username': REGISTRY_USER, 'password': password}
+
+
+def test_pull_with_credentials(engine, cluster, converge, no_local_copy):
+    args = dict(name='pulled', registry_auth=auth(), containers=[container('main', image=REMOTE)])
+    check = converge(check=True, **args)
+    assert check['changed'] and REMOTE not in [t for i in engine.images.list() for t in i.tags]
+    r = converge(**args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    assert statuses(engine, cluster) == {'pulled-main': 'running'}
+    assert not converge(**args)['changed']
+    text = json.dumps(r)
+    assert REGISTRY_PASSWORD not in text
+
+
+def test_wrong_password_fails_the_run_and_leaks_nothing(engine, cluster, converge, no_local_copy, store_path):
+    secret = 'wrong-secret-4f1d'
+    r = converge(name='pulled', registry_auth=auth(secret), containers=[container('main', image=REMOTE)])
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'].startswith('image pull failed: ')
+    assert 'unauthorized' in r['task']['stopped_reason']
+    assert statuses(engine, cluster) == {}
+    assert secret not in json.dumps(r)
+    with open(store_path, 'rb') as handle:
+        assert secret.encode() not in handle.read()
+
+
+def test_no_credentials_fails_the_run(engine, cluster, converge, no_local_copy):
+    r = converge(name='pulled', containers=[container('main', image=REMOTE)])
+    assert r['task']['stopped_reason'].startswith('image pull failed: ')
+    assert 'no basic auth credentials' in r['task']['stopped_reason']
+
+
+def test_pull_always_pulls_at_each_start(engine, cluster, converge, no_local_copy):
+    r = converge(name='pulled', pull='always', registry_auth=auth(), containers=[container('main', image=REMOTE)])
+    assert r['task']['last_status'] == 'RUNNING'
+    engine.api.remove_container(r['task']['containers'][0]['runtime_id'], force=True)
+    engine.images.remove(REMOTE)
+    # The run vanished: reported, and with restart never it stays stopped (no pull needed).
+    assert converge(name='pulled', pull='always', registry_auth=auth(),
+                    containers=[container('main', image=REMOTE)])['task']['last_status'] == 'STOPPED'
+
+
+def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, no_local_copy):
+    """Through ansible-playbook itself: the module by its FQCN, -vvv output free of the password."""
+    playbook = tmp_path / 'play.yml'
+    playbook.write_text(json.dumps([{
+        'hosts': 'localhost', 'gather_facts': False,
+        'tasks': [{'name': 'converge', 'drover.fleet.ecs_task': {
+            'name': 'pb', 'cluster': cluster, 'store_path': store_path, 'registry_auth': auth(),
+            'containers': [container('main', image=REMOTE)]}}],
+    }]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1')
+    runs = []
+    for attempt in (1, 2):
+        proc = subprocess.run(['ansible-playbook', '-vvv', '-i', 'localhost,', '-c', 'local', str(playbook)],
+                              capture_output=True, text=True, env=env, timeout=300, check=False)
+        runs.append((attempt, proc))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert REGISTRY_PASSWORD not in proc.stdout + proc.stderr
+    assert 'changed=1' in runs[0][1].stdout and 'changed=0' in runs[1][1].stdout
+    assert statuses(engine, cluster) == {'pb-main': 'running'}

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+"""The host store and lock, on real SQLite files."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import sqlite3
+import stat
+import threading
+import time
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _store
+from ansible_collections.drover.fleet.plugins.module_utils._store import HostLock, LockTimeout, Store, StoreError
+
+RECORD = {'cluster': 'c', 'name': 'web', 'spec_hash': 'abc', 'desired_status': 'RUNNING', 'last_status': 'RUNNING',
+          'stopped_reason': None, 'restart': 'always', 'started_at': 1.0, 'stopped_at': None, 'streak': 2,
+          'hold_until': None, 'containers': [{'name': 'main', 'exit_code': None}]}
+
+
+def test_fresh_store_modes_schema_and_wal(tmp_path):
+    path = str(tmp_path / 'state' / 'store.db')
+    with Store(path) as store:
+        assert store.schema_version() == _store.SCHEMA_VERSION
+        assert store.db.execute('PRAGMA journal_mode').fetchone()[0] == 'wal'
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+
+
+def test_round_trip_and_delete(tmp_path):
+    path = str(tmp_path / 'store.db')
+    with Store(path) as store:
+        store.put_task(RECORD, 5.0)
+    with Store(path, read_only=True) as store:
+        rows = store.tasks()
+        assert len(rows) == 1 and rows[0]['containers'] == RECORD['containers'] and rows[0]['updated_at'] == 5.0
+        with pytest.raises(StoreError):
+            store.put_task(RECORD, 6.0)
+    with Store(path) as store:
+        store.delete_task('c', 'web')
+        assert store.tasks() == []
+
+
+def test_read_only_without_a_file_creates_nothing(tmp_path):
+    path = str(tmp_path / 'none' / 'store.db')
+    with Store(path, read_only=True) as store:
+        assert store.tasks() == []
+    assert not (tmp_path / 'none').exists()
+
+
+def test_damaged_file_is_named(tmp_path):
+    path = str(tmp_path / 'store.db')
+    with open(path, 'wb') as handle:
+        handle.write(b'this is not a database' * 100)
+    with pytest.raises(StoreError) as err:
+        Store(path)
+    assert path in str(err.value) and 'move it aside' in str(err.value)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = str(tmp_path / 'store.db')
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute('PRAGMA user_version = %d' % (_store.SCHEMA_VERSION + 1))
+    db.close()
+    with pytest.raises(StoreError) as err:
+        Store(path)
+    assert 'newer than this collection knows' in str(err.value)
+
+
+def test_check_mode_does_not_migrate(tmp_path):
+    path = str(tmp_path / 'store.db')
+    sqlite3.connect(path).close()
+    with pytest.raises(StoreError) as err:
+        Store(path, read_only=True)
+    assert 'check mode' in str(err.value)
+    with Store(path) as store:
+        assert store.schema_version() == _store.SCHEMA_VERSION
+
+
+def test_lock_waits_then_fails_with_the_file_named(tmp_path):
+    path = str(tmp_path / 'store.db.lock')
+    held = HostLock(path).acquire()
+    started = time.monotonic()
+    with pytest.raises(LockTimeout) as err:
+        HostLock(path, timeout=0.3).acquire()
+    assert time.monotonic() - started >= 0.3
+    assert path in str(err.value)
+    released = []
+    threading.Timer(0.2, lambda: (held.release(), released.append(True))).start()
+    with HostLock(path, timeout=5):
+        assert released == [True]
+
+
+def test_events_outbox(tmp_path):
+    with Store(str(tmp_path / 'store.db')) as store:
+        store.add_event({'event': 'task.running', 'at': '2026-01-01T00:00:00Z', 'subject': 'task/c/web'})
+        rows = [tuple(r) for r in store.db.execute('SELECT kind, subject FROM events')]
+        assert rows == [('task.running', 'task/c/web')]
