@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine images registry collection unit integration sanity molecule docs changelog bench clean
+.PHONY: demo test setup venv engine hostdeps images registry collection unit integration sanity molecule docs changelog bench clean
 
 demo: setup
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
@@ -25,7 +25,7 @@ demo: setup
 test: setup changelog docs unit integration molecule sanity
 	@echo 'make test: all suites passed'
 
-setup: venv engine images collection
+setup: venv engine hostdeps images collection
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -36,6 +36,9 @@ $(VENV)/.installed: requirements.txt
 
 engine:
 	hack/engine.sh
+
+hostdeps:
+	hack/hostdeps.sh
 
 images: engine
 	hack/images.sh
@@ -53,9 +56,10 @@ unit: venv collection
 integration: setup registry
 	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
 
+MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info
+
 docs: venv collection
-	$(VENV)/bin/ansible-doc drover.fleet.ecs_task >/dev/null
-	$(VENV)/bin/ansible-doc drover.fleet.ecs_task_info >/dev/null
+	for m in $(MODULES); do $(VENV)/bin/ansible-doc drover.fleet.$$m >/dev/null; done
 	@echo 'docs: ansible-doc renders every module'
 
 changelog: venv

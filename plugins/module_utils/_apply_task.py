@@ -15,23 +15,20 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
+from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
+from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
-from ansible_collections.drover.fleet.plugins.module_utils._store import (
-    HostLock, LockTimeout, Store, StoreError)
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
+from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
-
-
-class TaskFailure(Exception):
-    """The pass cannot go on; `msg` says why, `result` holds what was done before it."""
-
-    def __init__(self, msg, result=None):
-        Exception.__init__(self, msg)
-        self.msg = msg
-        self.result = result or {}
 
 
 def labels_for(decl, spec):
@@ -66,6 +63,7 @@ def task_view(record):
         'streak': record.get('streak') or 0,
         'held_until': plan_mod.iso(record.get('hold_until')),
         'containers': [dict(c) for c in record.get('containers') or []],
+        'network': record.get('network'),
     }
 
 
@@ -107,12 +105,65 @@ def _name_clashes(tasks, observed):
 class Pass:
     """One converge of a set of declared tasks on one host."""
 
-    def __init__(self, engine, store, check_mode, clock=time.time):
+    def __init__(self, engine, store, check_mode, holders=(), clock=time.time, ledger=None, gpu=None):
         self.engine = engine
         self.store = store
         self.check_mode = check_mode
         self.clock = clock
         self.warnings = []
+        self.network = TaskNetwork(engine, store, check_mode, holders, clock)
+        self.ledger = ledger if ledger is not None else Ledger({}, [], 'none')
+        self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
+
+    @staticmethod
+    def gpu_task(decl):
+        """The ledger's name for a task: unique on the host (':' is in no task or cluster name)."""
+        return '%s:%s' % (decl.cluster, decl.name)
+
+    def _gpus_for(self, decl, spec):
+        """Pin the container's GPUs. Returns (uuids, failure or None); a short ledger is a warning unless
+        gpu_strict."""
+        if not spec.gpu:
+            self.ledger.release_key('%s/%s' % (self.gpu_task(decl), spec.name))
+            return [], None
+        uuids, error = self.ledger.pin('%s/%s' % (self.gpu_task(decl), spec.name), self.gpu_task(decl), spec.gpu)
+        if error:
+            if self.gpu['strict']:
+                return [], error
+            self.warnings.append('%s; container %s of task %s/%s runs without GPUs (best effort; gpu_strict=true '
+                                 'makes this a failure)' % (error, spec.name, decl.cluster, decl.name))
+        return uuids, None
+
+    def _delivery(self, uuids, environment):
+        """How pinned GPUs reach a container: (environment, device requests)."""
+        if not uuids:
+            return environment, None
+        how = self.gpu['delivery']
+        if how == 'env':
+            return dict(environment, NVIDIA_VISIBLE_DEVICES=','.join(uuids)), None
+        if how == 'cdi':
+            return environment, [{'driver': 'cdi', 'device_ids': ['nvidia.com/gpu=%s' % u for u in uuids]}]
+        return environment, [{'driver': 'nvidia', 'device_ids': list(uuids), 'capabilities': [['gpu']]}]
+
+    def adopt_gpus(self, decl, observed):
+        """Re-pin what the task's running containers hold (their drover.gpus labels): no UUID twice."""
+        for obs in observed:
+            uuids = plan_mod.gpu_ids(obs['labels'])
+            if uuids and plan_mod.container_status(obs) == plan_mod.RUNNING:
+                key = '%s/%s' % (self.gpu_task(decl), obs['labels'].get('drover.container'))
+                error = self.ledger.adopt(key, self.gpu_task(decl), uuids)[1]
+                if error:
+                    self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, error))
+
+    def _has_network(self, decl):
+        return decl.name in self.network.holders or net.netns_exists(netns_name(decl.name))
+
+    def _teardown_network(self, decl):
+        """Every path that ends a run ends its network: ENI back, link, holder, netns, /30."""
+        if self._has_network(decl):
+            mac = decl.network.eni_mac if decl.network else None
+            return self.network.absent(decl.name, mac)
+        return []
 
     def _auth_for(self, decl, image):
         auth = decl.registry_auth
@@ -134,51 +185,78 @@ class Pass:
         self.engine.pull(image, self._auth_for(decl, image))
 
     def _start_run(self, decl):
-        """Start the run's containers in order; on any failure remove what started. Returns
-        (container views, failure reason or None)."""
+        """Build the task network (awsvpc), then start the containers in order; on any failure remove what
+        started and tear the network down. Returns (container views, failure reason or None, network view)."""
         made = []
         views = []
         reason = None
+        network_mode = decl.network_mode if decl.network_mode != 'bridge' else None
+        netview = None
+        if decl.network is not None:
+            try:
+                netview = self.network.present(decl.network)[1]
+                network_mode = 'container:%s' % netview['holder_id']
+            except (net.NetError, EngineError, PoolExhausted) as exc:
+                self._teardown_network(decl)
+                return self._failed_views(decl), plan_mod.reason_network(exc), None
         for spec in decl.containers:
             try:
                 self._ensure_image(decl, spec.image)
             except EngineError as exc:
                 reason = plan_mod.reason_pull(exc)
                 break
-            if spec.gpu:
-                self.warnings.append('gpu ledger: requested %d GPUs, 0 free; container %s of task %s/%s runs '
-                                     'without GPUs' % (spec.gpu, spec.name, decl.cluster, decl.name))
+            uuids, error = self._gpus_for(decl, spec)
+            if error:
+                reason = plan_mod.reason_start(error)
+                break
+            labels = labels_for(decl, spec)
+            if uuids:
+                labels['drover.gpus'] = ','.join(uuids)
+            environment, device_requests = self._delivery(uuids, dict(spec.environment))
             try:
                 cid = self.engine.create(
-                    container_name(decl, spec), spec.image, labels_for(decl, spec), command=spec.command,
-                    entrypoint=spec.entrypoint, environment=dict(spec.environment), cpu_shares=spec.cpu,
-                    memory_mib=spec.memory, ports=spec.port_mappings,
-                    network_mode=decl.network_mode if decl.network_mode != 'bridge' else None)
+                    container_name(decl, spec), spec.image, labels, command=spec.command,
+                    entrypoint=spec.entrypoint, environment=environment, cpu_shares=spec.cpu,
+                    memory_mib=spec.memory, ports=spec.port_mappings, network_mode=network_mode,
+                    device_requests=device_requests)
                 made.append(cid)
                 self.engine.start(cid)
             except EngineError as exc:
                 reason = plan_mod.reason_start(exc)
                 break
             views.append({'name': spec.name, 'image': spec.image, 'runtime_id': cid, 'last_status': 'RUNNING',
-                          'exit_code': None, 'gpu_ids': []})
+                          'exit_code': None, 'gpu_ids': list(uuids)})
         if reason is not None:
             for cid in made:
                 self.engine.remove(cid)
-            views = [{'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'STOPPED',
-                      'exit_code': None, 'gpu_ids': []} for s in decl.containers]
-        return views, reason
+            self.ledger.release(self.gpu_task(decl))
+            self._teardown_network(decl)
+            return self._failed_views(decl), reason, None
+        return views, None, netview
+
+    @staticmethod
+    def _failed_views(decl):
+        return [{'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'STOPPED',
+                 'exit_code': None, 'gpu_ids': []} for s in decl.containers]
 
     def _put(self, record, now):
         if not self.check_mode:
             self.store.put_task(record, now)
 
     def apply(self, decl, plan, now):
-        """Carry out one plan. Returns (task record to report, events)."""
+        """Carry out one plan. Returns (task record to report, events, changed)."""
         record = plan.record
         events = list(plan.events)
+        changed = plan.changed
         if not self.check_mode:
             for obs in plan.remove:
                 self.engine.remove(obs['id'])
+        ending = plan.remove or plan.delete or (not plan.start and record['last_status'] == plan_mod.STOPPED)
+        if ending:
+            if self._teardown_network(decl):
+                changed = True
+            if self.ledger.release(self.gpu_task(decl)):
+                changed = True
         if plan.delete:
             if not self.check_mode:
                 self.store.delete_task(decl.cluster, decl.name)
@@ -186,24 +264,45 @@ class Pass:
             if self.check_mode:
                 record = dict(record, containers=[
                     {'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'PENDING',
-                     'exit_code': None, 'gpu_ids': []} for s in decl.containers])
+                     'exit_code': None, 'gpu_ids': self._gpus_for(decl, s)[0]} for s in decl.containers])
                 events.append(plan_mod.event('task.running', plan.key, now))
             else:
                 self._put(record, now)                   # PENDING: a cut-short start is found again
-                views, reason = self._start_run(decl)
+                views, reason, netview = self._start_run(decl)
                 if reason is None:
                     record = dict(record, last_status='RUNNING', containers=views)
+                    if netview is not None:
+                        record['network'] = netview
                     events.append(plan_mod.event('task.running', plan.key, now))
                 else:
                     record = plan_mod.stopped_record(record, reason, now, decl.restart, views)
                     events.extend(plan_mod.stop_events(plan.key, record, now))
                 self._put(record, now)
-        elif plan.write:
-            self._put(record, now)
+        else:
+            if decl.network is not None and record['last_status'] == plan_mod.RUNNING:
+                changed = self._keep_network(decl, record) or changed
+            if plan.write:
+                self._put(record, now)
         if not self.check_mode:
             for ev in events:
                 self.store.add_event(ev)
-        return record, events
+        return record, events, changed
+
+    def _keep_network(self, decl, record):
+        """A running awsvpc task: check its network, record its /30 again if the store lost it. Its
+        containers live in the holder's netns, so a lost holder is reported, never rebuilt under them."""
+        holder = self.network.holders.get(decl.name)
+        if holder is None or holder.get('state') != 'running':
+            self.warnings.append('task %s/%s runs without its network holder; declare it stopped and running '
+                                 'again to rebuild its network' % (decl.cluster, decl.name))
+            return False
+        try:
+            steps, view = self.network.present(decl.network)
+        except (net.NetError, EngineError, PoolExhausted) as exc:
+            self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, plan_mod.reason_network(exc)))
+            return False
+        record['network'] = view
+        return bool(set(steps) - {'allocate'})
 
 
 def _with_exit_codes(engine, grouped, keys):
@@ -218,23 +317,19 @@ def _with_exit_codes(engine, grouped, keys):
     return grouped
 
 
-def open_host(params, check_mode):
-    """Reach the engine, take the host lock (not in check mode) and open the store; raises TaskFailure."""
+def _ledger(params, tasks, engine, store):
+    """The GPU ledger of the pass. GPUs are discovered only when a declared container asks for some."""
+    wanted = [t for t in tasks if t.state == 'running' and any(c.gpu for c in t.containers)]
+    if not wanted:
+        return Ledger.load(store, [], 'none')
+    if params.get('gpu_delivery') == 'cdi' and not engine.supports_cdi():
+        raise TaskFailure('gpu_delivery cdi needs a Docker engine with CDI support (25 or newer); this host runs '
+                          '%s: use gpu_delivery device-request or env' % engine.describe())
     try:
-        engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
-    except EngineUnavailable as exc:
-        raise TaskFailure(str(exc))
-    lock = None
-    try:
-        if not check_mode:
-            lock = HostLock(params['store_path'] + '.lock', timeout=params.get('lock_timeout') or 60).acquire()
-        store = Store(params['store_path'], read_only=check_mode)
-    except (StoreError, LockTimeout) as exc:
-        if lock:
-            lock.release()
-        engine.close()
-        raise TaskFailure(str(exc))
-    return engine, store, lock
+        devices, source = gpu_mod.discover(params.get('gpu_discovery') or 'auto', params.get('gpu_devices'))
+    except gpu_mod.GpuError as exc:
+        raise TaskFailure('GPU discovery: %s' % exc)
+    return Ledger.load(store, devices, source)
 
 
 def converge(params, check_mode=False, diff=False, clock=time.time):
@@ -250,27 +345,36 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
         declared = [(t.cluster, t.name) for t in tasks]
         keys = list(declared)
-        observed = engine.list_role(ROLE)
+        managed = engine.list_role()
+        observed = [m for m in managed if m['labels'].get('drover.role') == ROLE]
+        holders = [m for m in managed if m['labels'].get('drover.role') == HOLDER_ROLE]
         grouped = _group(observed)
         if purge_cluster is not None:
             listed = set(k for k in grouped if k[0] == purge_cluster)
+            listed |= set(k for k in _group(holders) if k[0] == purge_cluster)
             listed |= set(k for k in stored if k[0] == purge_cluster)
             keys += sorted(k for k in listed if k not in declared)
         _with_exit_codes(engine, grouped, keys)
         _name_clashes(tasks, observed)
+        ledger = _ledger(params, tasks, engine, store)
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
-        work = Pass(engine, store, check_mode, clock)
+        work = Pass(engine, store, check_mode, holders, clock, ledger,
+                    {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))})
         for decl in tasks + purge:
             key = (decl.cluster, decl.name)
             plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)
-            record, events = work.apply(decl, plan, now)
-            result['changed'] = result['changed'] or plan.changed
+            if not plan.remove and not plan.start:
+                work.adopt_gpus(decl, grouped.get(key, []))
+            record, events, changed = work.apply(decl, plan, now)
+            result['changed'] = result['changed'] or changed
             view = task_view(record)
             result['tasks'].append(view)
             result['events'].extend(events)
             befores[key] = _diff_view(stored.get(key))
             afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
+        if not check_mode:
+            ledger.save(store, now)
         result['warnings'] = work.warnings
     except EngineError as exc:
         result['changed'] = True if result['tasks'] else result['changed']

@@ -74,15 +74,28 @@ class Engine:
     def close(self):
         self.client.close()
 
+    def supports_cdi(self):
+        """CDI device names in device requests came with Docker Engine 25 (API 1.44)."""
+        try:
+            major = int(str(self.version.get('Version', '0')).split('.', maxsplit=1)[0])
+        except ValueError:
+            major = 0
+        return major >= 25
+
+    def describe(self):
+        return 'Docker %s (API %s)' % (self.version.get('Version'), self.version.get('ApiVersion'))
+
     # --- reading ---------------------------------------------------------------------------------
 
-    def list_role(self, role):
-        """Every container, running or not, labelled with `drover.role=<role>`: one engine call.
+    def list_role(self, role=None):
+        """Every container, running or not, labelled with `drover.role=<role>` (any role when None): one
+        engine call.
 
         Each is a dict: id, name, labels, state (running, exited, created, ...), image, created (epoch).
         """
+        label = ROLE_LABEL if role is None else '%s=%s' % (ROLE_LABEL, role)
         try:
-            rows = self.api.containers(all=True, filters={'label': '%s=%s' % (ROLE_LABEL, role)})
+            rows = self.api.containers(all=True, filters={'label': label})
         except Exception as exc:
             raise EngineError('list containers: %s' % _explain(exc))
         out = []
@@ -152,7 +165,7 @@ class Engine:
             raise EngineError('%s is not on the host after the pull' % ref)
 
     def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
-               memory_mib=None, ports=None, network_mode=None, dns=None):
+               memory_mib=None, ports=None, network_mode=None, dns=None, device_requests=None):
         """Create one container; `ports` is a list of (container_port, host_port or None, protocol)."""
         bindings = {}
         exposed = []
@@ -166,6 +179,7 @@ class Engine:
             mem_limit='%dm' % memory_mib if memory_mib else None,
             network_mode=network_mode,
             dns=list(dns) if dns else None,
+            device_requests=[docker.types.DeviceRequest(**r) for r in device_requests] if device_requests else None,
         )
         try:
             created = self.api.create_container(

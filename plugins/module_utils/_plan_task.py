@@ -85,8 +85,13 @@ def container_view(obs, declared_image=None):
         'runtime_id': obs['id'],
         'last_status': status,
         'exit_code': obs.get('exit_code') if status == STOPPED else None,
-        'gpu_ids': [],
+        'gpu_ids': gpu_ids(obs['labels']),
     }
+
+
+def gpu_ids(labels):
+    """The GPU UUIDs a container was given, from its drover.gpus label."""
+    return [u for u in (labels.get('drover.gpus') or '').split(',') if u]
 
 
 class Plan:
@@ -276,7 +281,11 @@ def plan_task(decl, observed, stored, now):
     if record is None or record.get('desired_status') != RUNNING or record.get('spec_hash') != decl.spec_hash:
         _new_run(plan, decl, record, now, keep_streak=False)
         return plan
-    if record.get('last_status') in (RUNNING, PENDING):
+    if record.get('last_status') == PENDING:
+        # A start cut short before any container was made: start the run again.
+        _new_run(plan, decl, record, now, keep_streak=True)
+        return plan
+    if record.get('last_status') == RUNNING:
         # It ran when we last looked, and is gone now.
         views = [dict(c, last_status=STOPPED) for c in record.get('containers') or []]
         record = _stop(record, EXITED_UNSEEN, now, decl.restart, views)

@@ -19,10 +19,11 @@ import hashlib
 import json
 import re
 
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name as _name
+from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
+
 # Docker refuses a memory limit below 6 MiB ("Minimum memory limit allowed is 6MB").
 MIN_MEMORY_MIB = 6
-# Docker names: a letter or digit, then letters, digits, '_', '.', '-'.
-NAME_RE = re.compile(r'^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')
 # Docker limits a container name to 255 bytes; the container name is '<task>-<container>'.
 MAX_CONTAINER_NAME = 255
 # An image reference, after the grammar of Docker's distribution library: [domain/]path[:tag][@digest].
@@ -54,12 +55,8 @@ Container = collections.namedtuple('Container', CONTAINER_KEYS)
 PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
-    'registry_auth', 'task_role_arn', 'execution_role_arn', 'spec_hash'))
+    'registry_auth', 'task_role_arn', 'execution_role_arn', 'network', 'spec_hash'))
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password'))
-
-
-class SpecError(ValueError):
-    """A declaration breaks a rule; the message names the field and what is wrong."""
 
 
 def _is_int(value):
@@ -84,15 +81,6 @@ def _bool(value, field):
     if isinstance(value, str) and value.lower() in ('yes', 'true', 'on', '1', 'no', 'false', 'off', '0'):
         return value.lower() in ('yes', 'true', 'on', '1')
     raise SpecError('%s must be true or false, got %r' % (field, value))
-
-
-def _name(value, field):
-    if not isinstance(value, str) or not value:
-        raise SpecError('%s is required and must be a non-empty string' % field)
-    if not NAME_RE.match(value):
-        raise SpecError('%s %r is not a valid name: use letters, digits, "_", "." and "-", starting with a '
-                        'letter or digit' % (field, value))
-    return value
 
 
 def _argv(value, field):
@@ -279,10 +267,12 @@ def _registry_auth(raw, field):
     return RegistryAuth(raw['registry'], raw['username'], raw['password'])
 
 
-def spec_hash(name, network_mode, containers, task_role_arn):
+def spec_hash(name, network_mode, containers, task_role_arn, network=None):
     """What makes two runs of a task the same: a change here replaces the task's containers."""
     doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn,
            'containers': [c._asdict() for c in containers]}
+    if network is not None:
+        doc['awsvpc'] = _netns_spec.hashable(network)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:16]
 
 
@@ -358,17 +348,21 @@ def task(raw, field='', defaults=None):
         containers = tuple(out)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
+    network = None
     if network_mode == 'awsvpc' and state == 'running':
-        raise SpecError('%snetwork_mode awsvpc needs the task network (task_netns), which this version of '
-                        'drover.fleet does not build yet; use bridge, host or none' % prefix)
+        if not raw.get('awsvpc'):
+            raise SpecError('%sawsvpc (eni_mac, and address or dhcp) is required with network_mode awsvpc' % prefix)
+        network = _netns_spec.net_spec(raw['awsvpc'], name, cluster, prefix + 'awsvpc')
+    elif raw.get('awsvpc') and network_mode != 'awsvpc':
+        raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
-                task_role_arn=task_role_arn, execution_role_arn=execution_role_arn,
-                spec_hash=spec_hash(name, network_mode, containers, task_role_arn))
+                task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, network=network,
+                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network))
 
 
-TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'state', 'stop_reason',
-                    'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn')
+TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'awsvpc', 'state',
+                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn')
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 
 

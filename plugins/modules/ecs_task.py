@@ -117,8 +117,11 @@ options:
             default: tcp
       gpu:
         description:
-          - How many GPUs the container asks for. Hosts without a GPU ledger run the container without
-            GPUs and say so in a warning (best effort).
+          - How many GPUs the container asks for. They are pinned to it in the host's GPU ledger before it
+            starts (all or nothing), handed to it as O(gpu_delivery) says, reported as C(gpu_ids), and released
+            on every path that ends the task.
+          - When the ledger is short the container runs without GPUs and a warning says so, unless
+            O(gpu_strict) is set.
         type: int
         default: 0
   task_definition:
@@ -135,10 +138,52 @@ options:
     type: dict
   network_mode:
     description:
-      - The task's network. V(awsvpc) is reserved for the task network built around an ENI and is refused
-        by this version.
+      - The task's network. V(bridge) (the default), V(host) and V(none) are Docker's own.
+      - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
+        M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
+        is torn down on every path that ends the task. Needs O(awsvpc).
     type: str
     choices: [bridge, host, none, awsvpc]
+  awsvpc:
+    description:
+      - The task network of O(network_mode=awsvpc), with the options of M(drover.fleet.task_netns).
+      - A failure to build it stops the task with C(network setup failed) and leaves nothing behind.
+    type: dict
+    suboptions:
+      eni_mac:
+        description: The MAC address of the ENI.
+        type: str
+        required: true
+      address:
+        description: The ENI's address with its prefix length (CIDR). Mutually exclusive with O(awsvpc.dhcp).
+        type: str
+      dhcp:
+        description: Address the ENI by DHCP.
+        type: bool
+        default: false
+      gateway:
+        description: The default gateway.
+        type: str
+      routes:
+        description: Further routes, each a mapping with C(dst) (a CIDR) and C(gateway).
+        type: list
+        elements: dict
+      dns_servers:
+        description: Name servers for the task's containers.
+        type: list
+        elements: str
+      credential_link:
+        description: Build the credential link (a veth pair on an allocated /30, and the route to 169.254.170.2/32).
+        type: bool
+        default: true
+      wait_timeout:
+        description: Seconds to wait for the ENI to appear on the host.
+        type: int
+        default: 30
+      holder_image:
+        description: The image of the container that holds the task's network namespace; it must have C(sleep).
+        type: str
+        default: drover.local/busybox:1
   state:
     description:
       - V(running) starts the task if it has no run going; V(stopped) stops it and keeps its record;
@@ -192,10 +237,34 @@ options:
     description:
       - The execution role. Recorded; image pulls use O(registry_auth) or the engine's own credentials.
     type: str
+  gpu_discovery:
+    description:
+      - How the host's GPUs are found, when a declared container asks for some (see M(drover.fleet.gpu_pin)).
+      - V(auto) tries NVML, then C(nvidia-smi), then finds none; V(static) takes O(gpu_devices).
+    type: str
+    choices: [auto, nvml, nvidia-smi, static]
+    default: auto
+  gpu_devices:
+    description: The GPU UUIDs of a host without the NVIDIA stack, with O(gpu_discovery=static).
+    type: list
+    elements: str
+  gpu_delivery:
+    description:
+      - How pinned GPUs reach a container. V(device-request) is a Docker device request for the C(nvidia) driver
+        (needs the NVIDIA container toolkit); V(env) sets only C(NVIDIA_VISIBLE_DEVICES); V(cdi) asks for the CDI
+        devices C(nvidia.com/gpu=<uuid>) and needs Docker 25 or newer, so it is refused on older engines
+        before anything changes.
+    type: str
+    choices: [device-request, env, cdi]
+    default: device-request
+  gpu_strict:
+    description: Make a short GPU ledger fail the task's start (C(container start failed)) instead of running without GPUs.
+    type: bool
+    default: false
   tasks:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
-        O(task_definition), O(network_mode), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
+        O(task_definition), O(network_mode), O(awsvpc), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
         O(task_role_arn), O(execution_role_arn). Options given at the top level are the defaults.
       - The same task declared twice is one task; a stop or removal wins over a start.
     type: list
@@ -244,6 +313,19 @@ EXAMPLES = r'''
     cluster: prod
     purge: true
     tasks: "{{ drover_tasks }}"
+
+- name: An awsvpc task around a hot-plugged ENI
+  drover.fleet.ecs_task:
+    name: api
+    network_mode: awsvpc
+    awsvpc:
+      eni_mac: "02:00:c6:12:00:10"
+      address: 198.18.7.2/24
+      gateway: 198.18.7.1
+    containers:
+      - name: app
+        image: drover.local/busybox:1
+        command: [httpd, -f, -p, "80"]
 
 - name: Stop a task with a reason
   drover.fleet.ecs_task:
@@ -295,6 +377,10 @@ task:
     held_until:
       description: The next run waits until then (ISO 8601, UTC).
       type: str
+    network:
+      description: The task network of an awsvpc task, in the shape M(drover.fleet.task_netns) returns it.
+      type: dict
+      returned: for awsvpc tasks that run
     containers:
       description: The containers of the current or last run.
       type: list
@@ -367,6 +453,17 @@ def main():
         containers=dict(type='list', elements='dict', options=CONTAINER_OPTIONS),
         task_definition=dict(type='dict'),
         network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
+        awsvpc=dict(type='dict', options=dict(
+            eni_mac=dict(type='str', required=True),
+            address=dict(type='str'),
+            dhcp=dict(type='bool', default=False),
+            gateway=dict(type='str'),
+            routes=dict(type='list', elements='dict'),
+            dns_servers=dict(type='list', elements='str'),
+            credential_link=dict(type='bool', default=True),
+            wait_timeout=dict(type='int', default=30),
+            holder_image=dict(type='str', default='drover.local/busybox:1'),
+        )),
         state=dict(type='str', choices=['running', 'stopped', 'absent'], default='running'),
         stop_reason=dict(type='str'),
         restart=dict(type='str', choices=['never', 'on-failure', 'always'], default='never'),
@@ -380,12 +477,17 @@ def main():
         execution_role_arn=dict(type='str'),
         tasks=dict(type='list', elements='dict'),
         purge=dict(type='bool', default=False),
+        gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
+        gpu_devices=dict(type='list', elements='str'),
+        gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
+        gpu_strict=dict(type='bool', default=False),
     )
     argument_spec.update(host_args())
     module = AnsibleModule(
         argument_spec=argument_spec,
         mutually_exclusive=[('containers', 'task_definition'), ('tasks', 'name'), ('tasks', 'containers'),
                             ('tasks', 'task_definition')],
+        required_if=[('gpu_discovery', 'static', ('gpu_devices',))],
         supports_check_mode=True,
     )
     require_docker(module)

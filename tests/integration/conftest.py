@@ -42,3 +42,37 @@ def converge(module_runner, store_path, cluster):
         args.setdefault('cluster', cluster)
         return module_runner('ecs_task', args, check=check, diff=diff)
     return run
+
+
+_SUBNETS = iter(range(10, 250))
+
+
+@pytest.fixture
+def fake_eni():
+    """A fresh stand-in ENI (not yet plugged) on its own 198.18.<n>.0/24; removed afterwards."""
+    from netfix import FakeEni
+    made = []
+
+    def make():
+        eni = FakeEni(next(_SUBNETS))
+        made.append(eni)
+        return eni
+    yield make
+    for eni in made:
+        eni.unplug()
+
+
+@pytest.fixture
+def netns_cleanup(engine):
+    """Remove, after the test, every task network namespace and holder the test made. (The veths and
+    stand-in ENIs inside a namespace go with it.)"""
+    import subprocess
+    from helpers import netns_list
+    before = set(netns_list())
+    yield
+    for holder in engine.containers.list(all=True, filters={'label': 'drover.role=netns-holder'}):
+        if holder.labels.get('drover.netns') not in before:
+            holder.remove(force=True)
+    for name in set(netns_list()) - before:
+        if name.startswith('drover-'):
+            subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)

@@ -68,3 +68,27 @@ def warnings_of(result):
 def statuses(engine, cluster):
     """Container name -> status of every container of the cluster, in name order."""
     return dict((name, status) for name, status, labels in task_containers(engine, cluster))
+
+
+def netns_list():
+    """The host's named network namespaces."""
+    import subprocess
+    out = subprocess.run(['ip', '-o', 'netns', 'list'], capture_output=True, text=True, check=True).stdout
+    return sorted(line.split()[0] for line in out.splitlines() if line.strip())
+
+
+def host_links():
+    """(name, mac) of every link in the host's namespace."""
+    import json
+    import subprocess
+    out = subprocess.run(['ip', '-j', 'link', 'show'], capture_output=True, text=True, check=True).stdout
+    return sorted((l['ifname'], l.get('address')) for l in json.loads(out))
+
+
+def net_snapshot(engine, path):
+    """Everything a task network can leave behind: namespaces, host links, drover containers, store rows."""
+    snap = host_snapshot(engine, path)
+    snap['netns'] = netns_list()
+    # Docker's own veth* (bridge containers of other tasks) come and go; ours are dv* and the stand-in ENIs.
+    snap['links'] = [l for l in host_links() if not l[0].startswith('veth')]
+    return snap

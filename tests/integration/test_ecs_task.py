@@ -206,10 +206,10 @@ def test_pull_never_with_missing_image(engine, cluster, converge):
 
 def test_port_mappings_publish(engine, cluster, converge):
     r = converge(name='web', containers=[container('httpd', ['httpd', '-f', '-p', '8080'],
-                                                   port_mappings=[{'container_port': 8080, 'host_port': 18080},
+                                                   port_mappings=[{'container_port': 8080, 'host_port': 18090},
                                                                   {'container_port': 9090, 'protocol': 'udp'}])])
     bindings = engine.api.inspect_container(r['task']['containers'][0]['runtime_id'])['HostConfig']['PortBindings']
-    assert bindings['8080/tcp'] == [{'HostIp': '', 'HostPort': '18080'}]
+    assert bindings["8080/tcp"] == [{"HostIp": "", "HostPort": "18090"}]
     assert bindings['9090/udp'][0]['HostPort'] == ''
 
 

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -80,10 +81,13 @@ def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, 
             'name': 'pb', 'cluster': cluster, 'store_path': store_path, 'registry_auth': auth(),
             'containers': [container('main', image=REMOTE)]}}],
     }]))
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1')
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_COLLECTIONS_PATH=os.path.join(root, 'collection', 'dev'),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    playbook_cmd = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     runs = []
     for attempt in (1, 2):
-        proc = subprocess.run(['ansible-playbook', '-vvv', '-i', 'localhost,', '-c', 'local', str(playbook)],
+        proc = subprocess.run([playbook_cmd, '-vvv', '-i', 'localhost,', '-c', 'local', str(playbook)],
                               capture_output=True, text=True, env=env, timeout=300, check=False)
         runs.append((attempt, proc))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

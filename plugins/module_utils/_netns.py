@@ -1,0 +1,311 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The netlink / network-namespace adapter: the only place that talks to the kernel's networking.
+
+Owns: finding an interface by MAC, attaching a process's netns under /run/netns, moving links between
+namespaces, addresses, routes, the credential veth pair, DHCP through udhcpc run inside the netns,
+and /etc/netns/<netns>/resolv.conf. Namespaces are always opened with flags=0, so probing never creates
+one. Errors are wrapped in NetError with what was being done.
+Must not: decide anything or read the store.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+
+try:
+    from pyroute2 import IPRoute, NetNS, netns as pr_netns
+    from pyroute2.netlink.exceptions import NetlinkError
+    HAS_PYROUTE2 = True
+    PYROUTE2_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - reported through missing_required_lib
+    HAS_PYROUTE2 = False
+    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
+
+NETNS_DIR = '/run/netns'
+ETC_NETNS = '/etc/netns'
+# The task side of the credential link, inside the task's netns.
+CRED_IFNAME = 'drover-cred'
+
+
+class NetError(Exception):
+    pass
+
+
+def _attr(msg, name):
+    return msg.get_attr(name)
+
+
+def netns_path(name):
+    return os.path.join(NETNS_DIR, name)
+
+
+def netns_exists(name):
+    return os.path.exists(netns_path(name))
+
+
+def _ns_inode(path):
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def attached_to(name, pid):
+    """Whether /run/netns/<name> is the network namespace of process `pid`."""
+    mine = _ns_inode(netns_path(name))
+    return mine is not None and pid and mine == _ns_inode('/proc/%d/ns/net' % pid)
+
+
+def attach(name, pid):
+    try:
+        if os.path.exists(netns_path(name)):
+            pr_netns.remove(name)
+        pr_netns.attach(name, pid)
+    except OSError as exc:
+        raise NetError('attach netns %s to pid %s: %s' % (name, pid, exc))
+
+
+def remove_netns(name):
+    if not netns_exists(name):
+        return False
+    try:
+        pr_netns.remove(name)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise NetError('remove netns %s: %s' % (name, exc))
+    return True
+
+
+def _open(name=None):
+    if name is None:
+        return IPRoute()
+    if not netns_exists(name):
+        raise NetError('netns %s does not exist' % name)
+    return NetNS(name, flags=0)
+
+
+def find_mac(mac, name=None):
+    """(index, ifname) of the link with this MAC in the host (name None) or in netns `name`; None if absent."""
+    if name is not None and not netns_exists(name):
+        return None
+    with _open(name) as ipr:
+        for link in ipr.get_links():
+            if (_attr(link, 'IFLA_ADDRESS') or '').lower() == mac:
+                return link['index'], _attr(link, 'IFLA_IFNAME')
+    return None
+
+
+def wait_mac(mac, timeout, sleep=time.sleep, clock=time.monotonic):
+    """Wait for a hot-plugged interface to appear on the host; its (index, ifname)."""
+    deadline = clock() + timeout
+    while True:
+        found = find_mac(mac)
+        if found:
+            return found
+        if clock() >= deadline:
+            raise NetError('nic with mac %s not found within %ds' % (mac, int(timeout)))
+        sleep(0.1)
+
+
+def move_to_netns(index, name):
+    try:
+        with IPRoute() as ipr:
+            ipr.link('set', index=index, state='down')
+            ipr.link('set', index=index, net_ns_fd=name)
+    except NetlinkError as exc:
+        raise NetError('move interface %s into netns %s: %s' % (index, name, exc))
+
+
+def return_to_host(mac, name):
+    """Move the interface with `mac` out of netns `name` back to this process's netns, down."""
+    found = find_mac(mac, name)
+    if not found:
+        return False
+    fd = os.open('/proc/self/ns/net', os.O_RDONLY)
+    try:
+        with _open(name) as ns:
+            ns.link('set', index=found[0], state='down')
+            ns.flush_addr(index=found[0])
+            ns.link('set', index=found[0], net_ns_fd=fd)
+    except NetlinkError as exc:
+        raise NetError('return interface %s to the host: %s' % (mac, exc))
+    finally:
+        os.close(fd)
+    return True
+
+
+def describe(name):
+    """The interfaces of netns `name`: [{name, mac, addresses (CIDRs), up}], and its routes."""
+    out = []
+    routes = []
+    if not netns_exists(name):
+        return out, routes
+    with _open(name) as ns:
+        addrs = {}
+        for addr in ns.get_addr(family=2):
+            addrs.setdefault(addr['index'], []).append('%s/%d' % (_attr(addr, 'IFA_ADDRESS'), addr['prefixlen']))
+        for link in ns.get_links():
+            out.append({'name': _attr(link, 'IFLA_IFNAME'), 'mac': (_attr(link, 'IFLA_ADDRESS') or '').lower(),
+                        'addresses': sorted(addrs.get(link['index'], [])),
+                        'up': bool(link['flags'] & 1), 'index': link['index']})
+        for route in ns.get_routes(family=2, table=254):
+            dst = _attr(route, 'RTA_DST')
+            routes.append({'dst': '%s/%d' % (dst, route['dst_len']) if dst else '0.0.0.0/0',
+                           'gateway': _attr(route, 'RTA_GATEWAY')})
+    return out, routes
+
+
+def configure(name, mac, address, gateway, routes):
+    """lo and the ENI up, the address on the ENI, the default route and the declared routes (each only
+    when missing)."""
+    try:
+        with _open(name) as ns:
+            lo = ns.link_lookup(ifname='lo')[0]
+            ns.link('set', index=lo, state='up')
+            index = ns.link_lookup(address=mac)[0]
+            ns.link('set', index=index, state='up')
+            if address:
+                ip, prefix = address.split('/')
+                have = ['%s/%d' % (_attr(a, 'IFA_ADDRESS'), a['prefixlen']) for a in ns.get_addr(index=index, family=2)]
+                if address not in have:
+                    ns.addr('add', index=index, address=ip, prefixlen=int(prefix))
+            wanted = []
+            if gateway:
+                wanted.append(('0.0.0.0/0', gateway))
+            wanted.extend(routes)
+            for dst, via in wanted:
+                ns.route('replace', dst=dst, gateway=via)
+    except (NetlinkError, IndexError) as exc:
+        raise NetError('configure netns %s: %s' % (name, exc))
+
+
+def add_credential_link(name, host_ifname, host_ip, task_ip, endpoint='169.254.170.2'):
+    """A veth pair: `host_ifname` with host_ip/30 on the host, CRED_IFNAME with task_ip/30 in the netns,
+    and a route in the netns to the endpoint via the host side."""
+    try:
+        with IPRoute() as ipr:
+            if not ipr.link_lookup(ifname=host_ifname):
+                ipr.link('add', ifname=host_ifname, kind='veth', peer={'ifname': CRED_IFNAME, 'net_ns_fd': name})
+            index = ipr.link_lookup(ifname=host_ifname)[0]
+            have = ['%s' % _attr(a, 'IFA_ADDRESS') for a in ipr.get_addr(index=index, family=2)]
+            if host_ip not in have:
+                ipr.addr('add', index=index, address=host_ip, prefixlen=30)
+            ipr.link('set', index=index, state='up')
+        with _open(name) as ns:
+            index = ns.link_lookup(ifname=CRED_IFNAME)[0]
+            have = ['%s' % _attr(a, 'IFA_ADDRESS') for a in ns.get_addr(index=index, family=2)]
+            if task_ip not in have:
+                ns.addr('add', index=index, address=task_ip, prefixlen=30)
+            ns.link('set', index=index, state='up')
+            ns.route('replace', dst='%s/32' % endpoint, gateway=host_ip)
+    except (NetlinkError, IndexError) as exc:
+        raise NetError('credential link of netns %s: %s' % (name, exc))
+
+
+def delete_link(ifname):
+    with IPRoute() as ipr:
+        found = ipr.link_lookup(ifname=ifname)
+        if not found:
+            return False
+        try:
+            ipr.link('del', index=found[0])
+        except NetlinkError as exc:
+            raise NetError('delete interface %s: %s' % (ifname, exc))
+    return True
+
+
+def host_link_exists(ifname):
+    with IPRoute() as ipr:
+        return bool(ipr.link_lookup(ifname=ifname))
+
+
+def write_resolv(name, servers):
+    """/etc/netns/<name>/resolv.conf with `servers` (what `ip netns exec` shows as /etc/resolv.conf)."""
+    directory = os.path.join(ETC_NETNS, name)
+    path = os.path.join(directory, 'resolv.conf')
+    text = ''.join('nameserver %s\n' % s for s in servers)
+    try:
+        with open(path) as handle:
+            if handle.read() == text:
+                return False
+    except IOError:
+        pass
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    with open(path, 'w') as handle:
+        handle.write(text)
+    return True
+
+
+def read_resolv(name):
+    try:
+        with open(os.path.join(ETC_NETNS, name, 'resolv.conf')) as handle:
+            return [line.split()[1] for line in handle if line.startswith('nameserver ') and len(line.split()) > 1]
+    except IOError:
+        return []
+
+
+def remove_resolv(name):
+    directory = os.path.join(ETC_NETNS, name)
+    if os.path.isdir(directory):
+        shutil.rmtree(directory)
+        return True
+    return False
+
+
+_DHCP_SCRIPT = '''#!/bin/sh
+# Called by udhcpc: write the lease where drover reads it; drover configures the interface itself.
+case "$1" in
+  bound|renew) printf 'ip=%s\\nmask=%s\\nrouter=%s\\ndns=%s\\nlease=%s\\n' "$ip" "$mask" "$router" "$dns" "$lease" > "$DROVER_LEASE" ;;
+esac
+exit 0
+'''
+
+
+def _udhcpc():
+    for candidate in ('udhcpc', 'busybox'):
+        path = shutil.which(candidate)
+        if path:
+            return [path] if candidate == 'udhcpc' else [path, 'udhcpc']
+    raise NetError('DHCP needs udhcpc (Debian package busybox or busybox-static) on the host')
+
+
+def dhcp_lease(name, ifname, timeout=10):
+    """Ask for a lease on `ifname` inside netns `name` with udhcpc; returns {ip, prefix, router, dns}."""
+    tmp = tempfile.mkdtemp(prefix='drover-dhcp-')
+    try:
+        script = os.path.join(tmp, 'lease.sh')
+        lease = os.path.join(tmp, 'lease')
+        with open(script, 'w') as handle:
+            handle.write(_DHCP_SCRIPT)
+        os.chmod(script, 0o700)
+        tries = max(1, int(timeout))
+        cmd = ['ip', 'netns', 'exec', name] + _udhcpc()
+        cmd += ['-i', ifname, '-f', '-q', '-n', '-t', str(tries), '-T', '1', '-s', script]
+        env = dict(os.environ, DROVER_LEASE=lease)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout + 15, check=False)
+        if proc.returncode != 0 or not os.path.exists(lease):
+            raise NetError('no DHCP lease on %s within %ss (%s)' % (ifname, timeout, (proc.stderr or proc.stdout).strip()[-300:]))
+        values = {}
+        with open(lease) as handle:
+            for line in handle:
+                key, _sep, val = line.strip().partition('=')
+                values[key] = val
+        mask = values.get('mask') or '24'
+        prefix = int(mask) if mask.isdigit() else sum(bin(int(o)).count('1') for o in mask.split('.'))
+        return {'ip': values.get('ip'), 'prefix': prefix, 'router': (values.get('router') or '').split(' ')[0] or None,
+                'dns': [d for d in (values.get('dns') or '').split(' ') if d]}
+    except subprocess.TimeoutExpired:
+        raise NetError('DHCP on %s did not finish within %ss' % (ifname, timeout + 15))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gpu_info
+short_description: List a host's GPUs and the ledger of their pins
+version_added: 0.1.0
+description:
+  - Returns the host's GPUs (their UUIDs, in index order), which are free, which are pinned to which
+    container (C(<task>/<container>)), and the pins whose GPU is no longer discovered, as
+    M(drover.fleet.gpu_pin) returns them.
+  - Changes nothing, not even the store, and takes no lock. Needs no Docker engine.
+author:
+  - drover.fleet contributors (@drover)
+extends_documentation_fragment:
+  - drover.fleet.attributes
+  - drover.fleet.attributes.INFO_MODULE
+  - drover.fleet.attributes.ACTIONGROUP
+requirements:
+  - nvidia-ml-py on the managed host for O(discovery=nvml) (O(discovery=auto) uses it when present).
+  - C(nvidia-smi) on the managed host for O(discovery=nvidia-smi).
+options:
+  discovery:
+    description:
+      - How the host's GPUs are found.
+      - V(auto) tries NVML, then C(nvidia-smi --query-gpu=uuid --format=csv,noheader), and finds no GPU when
+        neither works.
+      - V(nvml) and V(nvidia-smi) use only that way and fail when it does not work.
+      - V(static) takes the GPUs from O(devices), for hosts without the NVIDIA stack.
+    type: str
+    choices: [auto, nvml, nvidia-smi, static]
+    default: auto
+  devices:
+    description:
+      - The host's GPU UUIDs in index order, with O(discovery=static) (required then, and refused otherwise).
+      - Non-empty strings, each listed once.
+    type: list
+    elements: str
+  store_path:
+    description:
+      - The host store, an SQLite database that holds the pins. Read only; a missing store means no pins.
+    type: path
+    default: /var/lib/drover/store.db
+seealso:
+  - module: drover.fleet.gpu_pin
+'''
+
+EXAMPLES = r'''
+- name: The host's GPUs and pins
+  drover.fleet.gpu_info:
+  register: gpus
+
+- name: How many GPUs are free
+  ansible.builtin.debug:
+    msg: "{{ gpus.free | length }} of {{ gpus.devices | length }} GPUs free ({{ gpus.source }})"
+
+- name: A host without the NVIDIA stack
+  drover.fleet.gpu_info:
+    discovery: static
+    devices: [GPU-5f1c3a0e-7f3e-4c5a-9d7e-1a2b3c4d5e6f]
+'''
+
+RETURN = r'''
+devices:
+  description: The host's GPU UUIDs, in index order.
+  returned: always
+  type: list
+  elements: str
+  sample: [GPU-5f1c3a0e-7f3e-4c5a-9d7e-1a2b3c4d5e6f, GPU-0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d]
+source:
+  description:
+    - How the GPUs were found, C(nvml), C(nvidia-smi) or C(static); C(none) when O(discovery=auto) found
+      neither NVML nor C(nvidia-smi).
+  returned: always
+  type: str
+  sample: nvml
+pinned:
+  description: Every pin key of the host with its UUIDs, in device order.
+  returned: always
+  type: dict
+  sample: {train-42/trainer: [GPU-5f1c3a0e-7f3e-4c5a-9d7e-1a2b3c4d5e6f]}
+free:
+  description: The discovered GPUs pinned to nobody, in device order.
+  returned: always
+  type: list
+  elements: str
+  sample: [GPU-0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d]
+stale:
+  description: Pinned UUIDs that are not discovered (any more); kept until their task is released.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, info
+from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
+from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH
+
+
+def main():
+    argument_spec = dict(
+        discovery=dict(type='str', choices=list(MODES), default='auto'),
+        devices=dict(type='list', elements='str'),
+        store_path=dict(type='path', default=DEFAULT_STORE_PATH),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    try:
+        result = info(module.params)
+    except GpuFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: task_netns
+short_description: Build and tear down an awsvpc task network namespace around a hot-plugged ENI
+version_added: 0.1.0
+description:
+  - Converges the network namespace of one task, in the manner of the ECS awsvpc network mode.
+  - O(state=present) waits for the ENI (found by its MAC address) to appear on the host, starts a holder
+    container with no network that owns the task's network namespace, bind-mounts that namespace at
+    C(/run/netns/drover-<name>) so C(ip netns exec) works, moves the ENI in, brings C(lo) and the ENI up,
+    addresses the ENI (static, or DHCP with C(udhcpc) inside the namespace) and adds the default route.
+  - The credential link is a veth pair, host side on the host and task side (C(drover-cred)) in the
+    namespace, each on a /30 allocated from 169.254.0.0/16 and kept in the host store (no two tasks ever
+    share one), with a route in the namespace to 169.254.170.2/32 via the host side.
+  - Containers join the namespace with the Docker network mode C(container:<holder>); M(drover.fleet.ecs_task)
+    does this for tasks whose C(network_mode) is C(awsvpc).
+  - O(state=absent) returns the ENI to the host (down, with its MAC), removes the credential link, the holder
+    and the namespace, and frees the /30. Absent on a network already gone changes nothing.
+author:
+  - drover.fleet contributors (@drover)
+extends_documentation_fragment:
+  - drover.fleet.host
+  - drover.fleet.host.LOCK
+  - drover.fleet.attributes
+  - drover.fleet.attributes.ACTIONGROUP
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports the steps it would take; touches neither the host's links nor the store.
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  name:
+    description: The task the network belongs to. The namespace is C(drover-<name>).
+    type: str
+    required: true
+  cluster:
+    description: The task's cluster, recorded on the holder container's labels.
+    type: str
+    default: default
+  eni_mac:
+    description: The MAC address of the ENI. Required with O(state=present).
+    type: str
+  address:
+    description: The ENI's address with its prefix length (CIDR). Mutually exclusive with O(dhcp).
+    type: str
+  dhcp:
+    description: Address the ENI by DHCP (C(udhcpc) from busybox, run inside the namespace).
+    type: bool
+    default: false
+  gateway:
+    description: The default gateway. With O(dhcp), defaults to the router the lease names.
+    type: str
+  routes:
+    description: Further routes in the namespace.
+    type: list
+    elements: dict
+    suboptions:
+      dst:
+        description: The destination network (CIDR).
+        type: str
+        required: true
+      gateway:
+        description: The next hop; defaults to O(gateway).
+        type: str
+  dns_servers:
+    description:
+      - Name servers, written to C(/etc/netns/drover-<name>/resolv.conf) and given to the holder container,
+        whose C(/etc/resolv.conf) the task's containers share.
+    type: list
+    elements: str
+  credential_link:
+    description: Build the credential link (the veth pair and the route to 169.254.170.2/32).
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait for the ENI to appear on the host.
+    type: int
+    default: 30
+  holder_image:
+    description: The holder container's image; it must have C(sleep). Built locally by the demo and tests.
+    type: str
+    default: drover.local/busybox:1
+  state:
+    description: Whether the network should exist.
+    type: str
+    choices: [present, absent]
+    default: present
+seealso:
+  - module: drover.fleet.ecs_task
+'''
+
+EXAMPLES = r'''
+- name: A task network around a hot-plugged ENI, static address
+  drover.fleet.task_netns:
+    name: web
+    eni_mac: "02:00:c6:12:00:10"
+    address: 198.18.7.2/24
+    gateway: 198.18.7.1
+    dns_servers: [198.18.7.1]
+
+- name: The same, addressed by DHCP
+  drover.fleet.task_netns:
+    name: web
+    eni_mac: "02:00:c6:12:00:10"
+    dhcp: true
+
+- name: Tear it down; the ENI goes back to the host
+  drover.fleet.task_netns:
+    name: web
+    state: absent
+'''
+
+RETURN = r'''
+netns:
+  description: The network namespace, after the change (or as planned, in check mode). Null when absent.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The namespace's name, as C(ip netns list) shows it.
+      type: str
+      sample: drover-web
+    path:
+      description: Its bind mount.
+      type: str
+      sample: /run/netns/drover-web
+    holder_id:
+      description: The holder container's ID.
+      type: str
+    interfaces:
+      description: The interfaces in the namespace, each with C(name), C(mac) and C(addresses) (CIDRs).
+      type: list
+      elements: dict
+    credential_link:
+      description: C(host_ip) and C(task_ip) of the credential link.
+      type: dict
+    dns_servers:
+      description: The name servers of the namespace's resolv.conf.
+      type: list
+      elements: str
+steps:
+  description: The steps taken (or planned in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [holder, attach, eni, configure, allocate, link]
+'''
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+from ansible_collections.drover.fleet.plugins.module_utils import _apply_netns
+from ansible_collections.drover.fleet.plugins.module_utils._netns import HAS_PYROUTE2, PYROUTE2_IMPORT_ERROR
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type='str', required=True),
+        cluster=dict(type='str', default='default'),
+        eni_mac=dict(type='str'),
+        address=dict(type='str'),
+        dhcp=dict(type='bool', default=False),
+        gateway=dict(type='str'),
+        routes=dict(type='list', elements='dict', options=dict(
+            dst=dict(type='str', required=True),
+            gateway=dict(type='str'),
+        )),
+        dns_servers=dict(type='list', elements='str'),
+        credential_link=dict(type='bool', default=True),
+        wait_timeout=dict(type='int', default=30),
+        holder_image=dict(type='str', default='drover.local/busybox:1'),
+        state=dict(type='str', choices=['present', 'absent'], default='present'),
+    )
+    argument_spec.update(host_args())
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_if=[('state', 'present', ('eni_mac',))],
+        supports_check_mode=True,
+    )
+    require_docker(module)
+    if not HAS_PYROUTE2:
+        module.fail_json(msg=missing_required_lib('pyroute2'), exception=PYROUTE2_IMPORT_ERROR)
+    try:
+        result = _apply_netns.converge(module.params, check_mode=module.check_mode, diff=module._diff)
+    except TaskFailure as exc:
+        module.fail_json(msg=exc.msg)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
