@@ -55,6 +55,7 @@ unit: venv collection
 
 integration: setup registry
 	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
+	hack/leaks.sh
 
 MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info
 

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
+import uuid
 
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
@@ -21,6 +22,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Led
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
@@ -43,6 +45,14 @@ def labels_for(decl, spec):
     if decl.task_role_arn:
         labels['drover.task-role'] = decl.task_role_arn
     return labels
+
+
+CRED_URI_VAR = 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI'
+
+
+def new_cred_id(decl):
+    """The declared credential ID, else a fresh random one for the run (unguessable, as ECS's are)."""
+    return decl.cred_id or uuid.uuid4().hex
 
 
 def container_name(decl, spec):
@@ -113,6 +123,7 @@ class Pass:
         self.warnings = []
         self.network = TaskNetwork(engine, store, check_mode, holders, clock)
         self.ledger = ledger if ledger is not None else Ledger({}, [], 'none')
+        self.credentials = store.credentials()
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
 
     @staticmethod
@@ -144,6 +155,29 @@ class Pass:
         if how == 'cdi':
             return environment, [{'driver': 'cdi', 'device_ids': ['nvidia.com/gpu=%s' % u for u in uuids]}]
         return environment, [{'driver': 'nvidia', 'device_ids': list(uuids), 'capabilities': [['gpu']]}]
+
+    def _drop_credentials(self, decl):
+        """Credentials never outlive their task: deregister them on every path that ends it."""
+        held = [c for c in self.credentials if (c['cluster'], c['task']) == (decl.cluster, decl.name)]
+        if held and not self.check_mode:
+            self.store.delete_credentials(decl.cluster, decl.name)
+        return bool(held)
+
+    def adopt_credentials(self, decl, observed):
+        """Register again what the task's running containers carry (drover.cred-id, drover.task-role)."""
+        known = set(c['cred_id'] for c in self.credentials)
+        for obs in observed:
+            labels = obs['labels']
+            cred_id, role = labels.get('drover.cred-id'), labels.get('drover.task-role')
+            if cred_id and role and cred_id not in known and plan_mod.container_status(obs) == plan_mod.RUNNING:
+                task_ip = None
+                holder = self.network.holders.get(decl.name)
+                if holder is not None and decl.network is not None:
+                    alloc = self.network.allocations().get(decl.network.netns)
+                    task_ip = plan_netns.link_ips(alloc)[1] if alloc else None
+                if not self.check_mode:
+                    self.store.put_credential(cred_id, decl.cluster, decl.name, role, task_ip, self.clock())
+                known.add(cred_id)
 
     def adopt_gpus(self, decl, observed):
         """Re-pin what the task's running containers hold (their drover.gpus labels): no UUID twice."""
@@ -199,6 +233,11 @@ class Pass:
             except (net.NetError, EngineError, PoolExhausted) as exc:
                 self._teardown_network(decl)
                 return self._failed_views(decl), plan_mod.reason_network(exc), None
+        cred_id = None
+        if decl.task_role_arn:
+            cred_id = new_cred_id(decl)
+            task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
+            self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
         for spec in decl.containers:
             try:
                 self._ensure_image(decl, spec.image)
@@ -210,9 +249,13 @@ class Pass:
                 reason = plan_mod.reason_start(error)
                 break
             labels = labels_for(decl, spec)
+            environment = dict(spec.environment)         # a copy: the declaration is never changed
+            if cred_id:
+                labels['drover.cred-id'] = cred_id
+                environment[CRED_URI_VAR] = '/v2/credentials/%s' % cred_id
             if uuids:
                 labels['drover.gpus'] = ','.join(uuids)
-            environment, device_requests = self._delivery(uuids, dict(spec.environment))
+            environment, device_requests = self._delivery(uuids, environment)
             try:
                 cid = self.engine.create(
                     container_name(decl, spec), spec.image, labels, command=spec.command,
@@ -230,6 +273,7 @@ class Pass:
             for cid in made:
                 self.engine.remove(cid)
             self.ledger.release(self.gpu_task(decl))
+            self.store.delete_credentials(decl.cluster, decl.name)
             self._teardown_network(decl)
             return self._failed_views(decl), reason, None
         return views, None, netview
@@ -256,6 +300,8 @@ class Pass:
             if self._teardown_network(decl):
                 changed = True
             if self.ledger.release(self.gpu_task(decl)):
+                changed = True
+            if self._drop_credentials(decl):
                 changed = True
         if plan.delete:
             if not self.check_mode:
@@ -366,6 +412,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)
             if not plan.remove and not plan.start:
                 work.adopt_gpus(decl, grouped.get(key, []))
+                work.adopt_credentials(decl, grouped.get(key, []))
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
             view = task_view(record)

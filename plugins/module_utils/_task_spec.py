@@ -33,6 +33,8 @@ _DOMAIN = r'(?:(?:localhost|%s(?:\.%s)+)(?::[0-9]+)?/|%s:[0-9]+/)' % (_LABEL, _L
 _PATH = r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
 IMAGE_RE = re.compile(r'^%s?%s(?:/%s)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$'
                       % (_DOMAIN, _PATH, _PATH))
+# A credential ID ends up in a URI path (/v2/credentials/<id>).
+CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
 STATES = ('running', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
@@ -55,7 +57,7 @@ Container = collections.namedtuple('Container', CONTAINER_KEYS)
 PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
-    'registry_auth', 'task_role_arn', 'execution_role_arn', 'network', 'spec_hash'))
+    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash'))
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password'))
 
 
@@ -267,9 +269,9 @@ def _registry_auth(raw, field):
     return RegistryAuth(raw['registry'], raw['username'], raw['password'])
 
 
-def spec_hash(name, network_mode, containers, task_role_arn, network=None):
+def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
     """What makes two runs of a task the same: a change here replaces the task's containers."""
-    doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn,
+    doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn, 'cred_id': cred_id,
            'containers': [c._asdict() for c in containers]}
     if network is not None:
         doc['awsvpc'] = _netns_spec.hashable(network)
@@ -321,6 +323,12 @@ def task(raw, field='', defaults=None):
     stop_reason = raw.get('stop_reason')
     if stop_reason is not None and not isinstance(stop_reason, str):
         raise SpecError('%sstop_reason must be a string' % prefix)
+    cred_id = raw.get('cred_id')
+    if cred_id is not None:
+        if not task_role_arn:
+            raise SpecError('%scred_id needs task_role_arn: a credential ID names the credentials of a task role' % prefix)
+        if not isinstance(cred_id, str) or not CRED_ID_RE.match(cred_id):
+            raise SpecError('%scred_id must be 1 to 64 letters, digits, ".", "_" or "-", got %r' % (prefix, cred_id))
     for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
         if val is not None and (not isinstance(val, str) or not val.startswith('arn:')):
             raise SpecError('%s%s must be an IAM role ARN (arn:...), got %r' % (prefix, key, val))
@@ -357,12 +365,12 @@ def task(raw, field='', defaults=None):
         raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
-                task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, network=network,
-                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network))
+                task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
+                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id))
 
 
 TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'awsvpc', 'state',
-                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn')
+                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id')
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 
 

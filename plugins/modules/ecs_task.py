@@ -230,8 +230,14 @@ options:
         required: true
   task_role_arn:
     description:
-      - The task's IAM role; recorded on each container as the C(drover.task-role) label. Serving its
-        credentials comes with a later version.
+      - The task's IAM role. At each run's start a credential ID is registered for it in the host store,
+        each container gets C(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>) (on a copy of
+        its environment) and the labels C(drover.task-role) and C(drover.cred-id). The registration is
+        removed on every path that ends the task, and restored from the labels when the task is adopted.
+    type: str
+  cred_id:
+    description:
+      - The credential ID to register for O(task_role_arn); by default a random one for each run.
     type: str
   execution_role_arn:
     description:
@@ -265,7 +271,7 @@ options:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
         O(task_definition), O(network_mode), O(awsvpc), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
-        O(task_role_arn), O(execution_role_arn). Options given at the top level are the defaults.
+        O(task_role_arn), O(cred_id), O(execution_role_arn). Options given at the top level are the defaults.
       - The same task declared twice is one task; a stop or removal wins over a start.
     type: list
     elements: dict
@@ -474,6 +480,7 @@ def main():
             password=dict(type='str', required=True, no_log=True),
         )),
         task_role_arn=dict(type='str'),
+        cred_id=dict(type='str'),
         execution_role_arn=dict(type='str'),
         tasks=dict(type='list', elements='dict'),
         purge=dict(type='bool', default=False),

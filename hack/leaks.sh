@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
+# peer netns, credential-link or stand-in ENI link, netns holder container, or container of a test
+# cluster (t + 10 hex digits, and the molecule clusters), and any GPU pin in the host's default store.
+set -uo pipefail
+left=()
+while read -r ns _; do
+  case $ns in drover-*|drvtest-*) left+=("netns $ns") ;; esac
+done < <(ip netns list 2>/dev/null)
+while read -r link; do
+  case $link in dv*|teni*|mol-*) left+=("link $link") ;; esac
+done < <(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1)
+while read -r name cluster; do
+  [ -n "$name" ] || continue
+  left+=("container $name (cluster $cluster)")
+done < <(docker ps -a --filter label=drover.role=netns-holder --format '{{.Names}} {{.Label "drover.cluster"}}')
+while read -r name cluster; do
+  [ -n "$name" ] || continue
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|molecule|molnet)$ ]] && left+=("container $name (cluster $cluster)")
+done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
+store=/var/lib/drover/store.db
+if [ -f "$store" ] && command -v python3 >/dev/null; then
+  pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)
+try: print(db.execute('select count(*) from gpu_pins').fetchone()[0])
+except sqlite3.Error: print(0)" 2>/dev/null || echo 0)
+  [ "${pins:-0}" = 0 ] || left+=("$pins GPU pin(s) in $store")
+fi
+if [ ${#left[@]} -gt 0 ]; then
+  echo "leaks: the suite left these behind:" >&2
+  printf '  %s\n' "${left[@]}" >&2
+  exit 1
+fi
+echo "leaks: none (no task netns, test links, holders or test containers left)"
