@@ -68,6 +68,7 @@ changelog: venv
 
 molecule: setup
 	$(VENV)/bin/molecule test -s tasks
+	$(VENV)/bin/molecule test -s netns
 
 sanity: venv
 	VENV=$(VENV) hack/sanity.sh

@@ -7,6 +7,9 @@ left=()
 while read -r ns _; do
   case $ns in drover-*|drvtest-*) left+=("netns $ns") ;; esac
 done < <(ip netns list 2>/dev/null)
+for dir in /etc/netns/drover-*; do
+  [ -e "$dir" ] && left+=("directory $dir")
+done
 while read -r link; do
   case $link in dv*|teni*|mol-*) left+=("link $link") ;; esac
 done < <(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1)

@@ -142,7 +142,7 @@ class TaskNetwork:
             allocations = self.allocations()
             subnet = seen.get('link_subnet') if seen.get('link_subnet') not in \
                 [v for k, v in allocations.items() if k != spec.netns] else None
-            subnet = subnet or plan.allocate(allocations, spec.netns)
+            subnet = subnet or plan.allocate(allocations, spec.netns, net.host_link_subnets())
             self.store.put_link_allocation(spec.netns, subnet, now)
             allocations[spec.netns] = subnet
         if 'link' in steps:

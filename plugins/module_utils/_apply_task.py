@@ -124,6 +124,7 @@ class Pass:
         self.network = TaskNetwork(engine, store, check_mode, holders, clock)
         self.ledger = ledger if ledger is not None else Ledger({}, [], 'none')
         self.credentials = store.credentials()
+        self.images_seen = set()
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
 
     @staticmethod
@@ -212,7 +213,10 @@ class Pass:
         if decl.pull == 'always':
             self.engine.pull(image, self._auth_for(decl, image))
             return
+        if image in self.images_seen:
+            return
         if self.engine.image_present(image):
+            self.images_seen.add(image)          # one inspect per image and pass, not per container
             return
         if decl.pull == 'never':
             raise EngineError('%s is not on the host and pull is never' % image)
@@ -384,6 +388,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         tasks, purge_cluster = spec_mod.task_set(params)
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
+    if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
+        raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
+                          'pip install pyroute2 (or let the drover.fleet.host role install it)')
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
     befores, afters = {}, {}

@@ -66,13 +66,20 @@ class Engine:
             else:
                 self.client = docker.DockerClient.from_env(timeout=timeout)
             self.api = self.client.api
-            self.version = self.api.version()
+            # The client asked the engine for its API version on connecting: it answers.
+            self._version = None
         except Exception as exc:
             raise EngineUnavailable('the Docker engine at %s cannot be reached (%s); start it (dockerd) '
                                     'or set docker_host' % (base_url or 'the default socket', _explain(exc)))
 
     def close(self):
         self.client.close()
+
+    @property
+    def version(self):
+        if self._version is None:
+            self._version = self.api.version()
+        return self._version
 
     def supports_cdi(self):
         """CDI device names in device requests came with Docker Engine 25 (API 1.44)."""
@@ -165,7 +172,8 @@ class Engine:
             raise EngineError('%s is not on the host after the pull' % ref)
 
     def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
-               memory_mib=None, ports=None, network_mode=None, dns=None, device_requests=None):
+               memory_mib=None, ports=None, network_mode=None, dns=None, device_requests=None, binds=None,
+               cpus=None):
         """Create one container; `ports` is a list of (container_port, host_port or None, protocol)."""
         bindings = {}
         exposed = []
@@ -180,6 +188,8 @@ class Engine:
             network_mode=network_mode,
             dns=list(dns) if dns else None,
             device_requests=[docker.types.DeviceRequest(**r) for r in device_requests] if device_requests else None,
+            binds=list(binds) if binds else None,
+            nano_cpus=int(cpus * 1e9) if cpus else None,
         )
         try:
             created = self.api.create_container(

@@ -15,16 +15,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import subprocess
-import traceback
+import importlib.util
 
-try:
-    import pynvml
-    HAS_NVML = True
-    NVML_IMPORT_ERROR = None
-except ImportError:
-    pynvml = None
-    HAS_NVML = False
-    NVML_IMPORT_ERROR = traceback.format_exc()
+# nvidia-ml-py is imported on first use (discovery): a converge that asks for no GPU never pays for it.
+HAS_NVML = importlib.util.find_spec('pynvml') is not None
+NVML_IMPORT_ERROR = None if HAS_NVML else 'No module named pynvml'
+pynvml = None   # the library once loaded (or a stand-in a test puts here)
+
+
+def _nvml():
+    if pynvml is not None:
+        return pynvml
+    import pynvml as lib  # pylint: disable=import-outside-toplevel
+    return lib
+
 
 # Ways to find the host's GPUs. `auto` tries NVML, then nvidia-smi, then settles for none.
 MODES = ('auto', 'nvml', 'nvidia-smi', 'static')
@@ -69,24 +73,25 @@ def discover_nvml():
     if not HAS_NVML:
         raise GpuError('gpu discovery nvml: the Python library nvidia-ml-py (import pynvml) is not installed '
                        'on this host; install it, or use discovery=nvidia-smi or static')
+    nv = _nvml()
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
+        nv.nvmlInit()
+    except nv.NVMLError as exc:
         raise GpuError('gpu discovery nvml: NVML cannot start (%s): is the NVIDIA driver installed and loaded?'
                        % _text(exc))
     try:
-        count = pynvml.nvmlDeviceGetCount()
+        count = nv.nvmlDeviceGetCount()
         out = []
         for index in range(count):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            out.append(_text(pynvml.nvmlDeviceGetUUID(handle)).strip())
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
+            out.append(_text(nv.nvmlDeviceGetUUID(handle)).strip())
         return out
-    except pynvml.NVMLError as exc:
+    except nv.NVMLError as exc:
         raise GpuError('gpu discovery nvml: %s' % _text(exc))
     finally:
         try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
+            nv.nvmlShutdown()
+        except nv.NVMLError:
             pass
 
 

@@ -20,16 +20,22 @@ import shutil
 import subprocess
 import tempfile
 import time
-import traceback
+import importlib.util
 
-try:
-    from pyroute2 import IPRoute, NetNS, netns as pr_netns
-    from pyroute2.netlink.exceptions import NetlinkError
-    HAS_PYROUTE2 = True
-    PYROUTE2_IMPORT_ERROR = None
-except ImportError:  # pragma: no cover - reported through missing_required_lib
-    HAS_PYROUTE2 = False
-    PYROUTE2_IMPORT_ERROR = traceback.format_exc()
+
+class _PyRoute2:
+    """pyroute2, imported on first use: a converge without an awsvpc task never pays for it."""
+
+    def __getattr__(self, name):
+        from pyroute2 import IPRoute, NetNS, netns  # pylint: disable=import-outside-toplevel
+        from pyroute2.netlink.exceptions import NetlinkError  # pylint: disable=import-outside-toplevel
+        self.__dict__.update(IPRoute=IPRoute, NetNS=NetNS, netns=netns, NetlinkError=NetlinkError)
+        return self.__dict__[name]
+
+
+pr = _PyRoute2()
+HAS_PYROUTE2 = importlib.util.find_spec('pyroute2') is not None
+PYROUTE2_IMPORT_ERROR = None if HAS_PYROUTE2 else 'No module named pyroute2'
 
 NETNS_DIR = '/run/netns'
 ETC_NETNS = '/etc/netns'
@@ -69,8 +75,8 @@ def attached_to(name, pid):
 def attach(name, pid):
     try:
         if os.path.exists(netns_path(name)):
-            pr_netns.remove(name)
-        pr_netns.attach(name, pid)
+            pr.netns.remove(name)
+        pr.netns.attach(name, pid)
     except OSError as exc:
         raise NetError('attach netns %s to pid %s: %s' % (name, pid, exc))
 
@@ -79,7 +85,7 @@ def remove_netns(name):
     if not netns_exists(name):
         return False
     try:
-        pr_netns.remove(name)
+        pr.netns.remove(name)
     except OSError as exc:
         if exc.errno != errno.ENOENT:
             raise NetError('remove netns %s: %s' % (name, exc))
@@ -88,10 +94,10 @@ def remove_netns(name):
 
 def _open(name=None):
     if name is None:
-        return IPRoute()
+        return pr.IPRoute()
     if not netns_exists(name):
         raise NetError('netns %s does not exist' % name)
-    return NetNS(name, flags=0)
+    return pr.NetNS(name, flags=0)
 
 
 def find_mac(mac, name=None):
@@ -119,10 +125,10 @@ def wait_mac(mac, timeout, sleep=time.sleep, clock=time.monotonic):
 
 def move_to_netns(index, name):
     try:
-        with IPRoute() as ipr:
+        with pr.IPRoute() as ipr:
             ipr.link('set', index=index, state='down')
             ipr.link('set', index=index, net_ns_fd=name)
-    except NetlinkError as exc:
+    except pr.NetlinkError as exc:
         raise NetError('move interface %s into netns %s: %s' % (index, name, exc))
 
 
@@ -137,7 +143,7 @@ def return_to_host(mac, name):
             ns.link('set', index=found[0], state='down')
             ns.flush_addr(index=found[0])
             ns.link('set', index=found[0], net_ns_fd=fd)
-    except NetlinkError as exc:
+    except pr.NetlinkError as exc:
         raise NetError('return interface %s to the host: %s' % (mac, exc))
     finally:
         os.close(fd)
@@ -185,7 +191,7 @@ def configure(name, mac, address, gateway, routes):
             wanted.extend(routes)
             for dst, via in wanted:
                 ns.route('replace', dst=dst, gateway=via)
-    except (NetlinkError, IndexError) as exc:
+    except (pr.NetlinkError, IndexError) as exc:
         raise NetError('configure netns %s: %s' % (name, exc))
 
 
@@ -193,7 +199,7 @@ def add_credential_link(name, host_ifname, host_ip, task_ip, endpoint='169.254.1
     """A veth pair: `host_ifname` with host_ip/30 on the host, CRED_IFNAME with task_ip/30 in the netns,
     and a route in the netns to the endpoint via the host side."""
     try:
-        with IPRoute() as ipr:
+        with pr.IPRoute() as ipr:
             if not ipr.link_lookup(ifname=host_ifname):
                 ipr.link('add', ifname=host_ifname, kind='veth', peer={'ifname': CRED_IFNAME, 'net_ns_fd': name})
             index = ipr.link_lookup(ifname=host_ifname)[0]
@@ -208,24 +214,37 @@ def add_credential_link(name, host_ifname, host_ip, task_ip, endpoint='169.254.1
                 ns.addr('add', index=index, address=task_ip, prefixlen=30)
             ns.link('set', index=index, state='up')
             ns.route('replace', dst='%s/32' % endpoint, gateway=host_ip)
-    except (NetlinkError, IndexError) as exc:
+    except (pr.NetlinkError, IndexError) as exc:
         raise NetError('credential link of netns %s: %s' % (name, exc))
 
 
 def delete_link(ifname):
-    with IPRoute() as ipr:
+    with pr.IPRoute() as ipr:
         found = ipr.link_lookup(ifname=ifname)
         if not found:
             return False
         try:
             ipr.link('del', index=found[0])
-        except NetlinkError as exc:
+        except pr.NetlinkError as exc:
             raise NetError('delete interface %s: %s' % (ifname, exc))
     return True
 
 
+def host_link_subnets(pool='169.254.'):
+    """The /30 subnets of link-local addresses on the host's links (credential links of any store)."""
+    out = set()
+    with pr.IPRoute() as ipr:
+        for addr in ipr.get_addr(family=2):
+            ip = _attr(addr, 'IFA_ADDRESS') or ''
+            if ip.startswith(pool) and addr['prefixlen'] == 30:
+                parts = [int(x) for x in ip.split('.')]
+                parts[3] &= 0xfc
+                out.add('%d.%d.%d.%d/30' % tuple(parts))
+    return out
+
+
 def host_link_exists(ifname):
-    with IPRoute() as ipr:
+    with pr.IPRoute() as ipr:
         return bool(ipr.link_lookup(ifname=ifname))
 
 

@@ -41,11 +41,12 @@ def subnet_of(task_ip):
     return str(ipaddress.IPv4Interface('%s/30' % task_ip).network)
 
 
-def allocate(allocations, netns):
-    """The /30 for `netns`: the one it holds, else the lowest free one. `allocations`: {netns: subnet}."""
+def allocate(allocations, netns, in_use=()):
+    """The /30 for `netns`: the one it holds, else the lowest free one. `allocations`: {netns: subnet};
+    `in_use`: subnets the host's links already carry (another store's, or one lost with a store)."""
     if netns in allocations:
         return allocations[netns]
-    used = set(allocations.values())
+    used = set(allocations.values()) | set(in_use)
     for net in LINK_POOL.subnets(new_prefix=30):
         if any(net.subnet_of(r) for r in LINK_RESERVED):
             continue

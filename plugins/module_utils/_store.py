@@ -78,6 +78,29 @@ MIGRATIONS = (
         registered_at REAL NOT NULL
     );
     """,
+    # 2 -> 3: runner pools (hold, streaks, where GitHub asked us to wait) and their slots.
+    """
+    CREATE TABLE pools (
+        pool          TEXT PRIMARY KEY,
+        owner         TEXT NOT NULL,
+        failures      INTEGER NOT NULL DEFAULT 0,
+        idle_exits    INTEGER NOT NULL DEFAULT 0,
+        hold_until    REAL,
+        hold_cause    TEXT,
+        api_wait      REAL,
+        updated_at    REAL NOT NULL
+    );
+    CREATE TABLE slots (
+        pool          TEXT NOT NULL,
+        idx           INTEGER NOT NULL,
+        runner_name   TEXT NOT NULL,
+        runner_id     INTEGER,
+        container_id  TEXT,
+        started_at    REAL,
+        busy          INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (pool, idx)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -304,3 +327,43 @@ class Store:
     def delete_credentials(self, cluster, task):
         self._writable()
         self.db.execute('DELETE FROM credentials WHERE cluster = ? AND task = ?', (cluster, task))
+
+    # --- runner pools ----------------------------------------------------------------------------------
+
+    def pool(self, name):
+        row = self.db.execute('SELECT * FROM pools WHERE pool = ?', (name,)).fetchone()
+        return dict(row) if row else None
+
+    def pools(self):
+        return [dict(r) for r in self.db.execute('SELECT * FROM pools ORDER BY pool')]
+
+    def put_pool(self, name, owner, state, now):
+        self._writable()
+        self.db.execute('INSERT OR REPLACE INTO pools (pool, owner, failures, idle_exits, hold_until, hold_cause, '
+                        'api_wait, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                        (name, owner, state.get('failures') or 0, state.get('idle_exits') or 0, state.get('hold_until'),
+                         state.get('hold_cause'), state.get('api_wait'), now))
+
+    def slots(self, pool):
+        return dict((r['idx'], dict(r)) for r in self.db.execute('SELECT * FROM slots WHERE pool = ?', (pool,)))
+
+    def set_slots(self, pool, slots):
+        """Replace the pool's slot rows with `slots` ({index: row}), in one transaction."""
+        self._writable()
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            self.db.execute('DELETE FROM slots WHERE pool = ?', (pool,))
+            self.db.executemany(
+                'INSERT INTO slots (pool, idx, runner_name, runner_id, container_id, started_at, busy) '
+                'VALUES (?, ?, ?, ?, ?, ?, ?)',
+                [(pool, i, r['runner_name'], r.get('runner_id'), r.get('container_id'), r.get('started_at'),
+                  1 if r.get('busy') else 0) for i, r in sorted(slots.items())])
+            self.db.execute('COMMIT')
+        except Exception:
+            self.db.execute('ROLLBACK')
+            raise
+
+    def delete_pool(self, name):
+        self._writable()
+        self.db.execute('DELETE FROM slots WHERE pool = ?', (name,))
+        self.db.execute('DELETE FROM pools WHERE pool = ?', (name,))

@@ -66,6 +66,7 @@ def fake_eni():
 def netns_cleanup(engine):
     """Remove, after the test, every task network namespace and holder the test made. (The veths and
     stand-in ENIs inside a namespace go with it.)"""
+    import shutil
     import subprocess
     from helpers import netns_list
     before = set(netns_list())
@@ -76,3 +77,4 @@ def netns_cleanup(engine):
     for name in set(netns_list()) - before:
         if name.startswith('drover-'):
             subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
+            shutil.rmtree('/etc/netns/%s' % name, ignore_errors=True)

@@ -183,3 +183,14 @@ def test_store_rows_are_real_sqlite(store_path, netns, cluster):
         assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
     finally:
         db.close()
+
+
+def test_two_stores_on_one_host_never_share_a_link_subnet(netns, fake_eni, cluster, tmp_path):
+    hosts = []
+    for i in range(2):
+        eni = fake_eni()
+        eni.plug()
+        r = netns(name='st%d%s' % (i, cluster), eni_mac=eni.mac, address=eni.address(),
+                  store_path=str(tmp_path / ('store%d' % i) / 'store.db'))
+        hosts.append(r['netns']['credential_link']['host_ip'])
+    assert hosts[0] != hosts[1]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `make bench`: ecs_task against its anchors, measured side by side in one run (see bench/README.md).
+# `make bench` first runs `make setup` (venv, engine, images, collection link); run alone, this script
+# expects those and makes only the anchor venv (bench/.venv-anchor: the full `ansible` package, for
+# community.docker). Settings: BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR
+# (/tmp/drover-bench), BENCH_CALLS (1), BENCH_SETTLE (0.5); results in bench/results/latest.{json,md}.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${VENV:-$ROOT/.venv}
+ANCHOR=${BENCH_ANCHOR_VENV:-$ROOT/bench/.venv-anchor}
+export VENV BENCH_ANCHOR_VENV=$ANCHOR
+export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$ROOT/collection/dev}
+
+if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/ansible-playbook" ]; then
+  echo "bench: no project venv at $VENV: run \`make bench\` (or \`make setup\`) first" >&2
+  exit 1
+fi
+if [ ! -d "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/drover/fleet/plugins" ]; then
+  echo "bench: drover.fleet is not linked under $ANSIBLE_COLLECTIONS_PATH: run \`make collection\`" >&2
+  exit 1
+fi
+
+# The anchor venv, on the same base interpreter as the project venv, so both sides run one Python.
+REQS=$ROOT/bench/requirements-anchor.txt
+if [ ! -f "$ANCHOR/.installed" ] || [ "$REQS" -nt "$ANCHOR/.installed" ]; then
+  BASE_PY=$(readlink -f "$VENV/bin/python")
+  echo "bench: making the anchor venv $ANCHOR (ansible with community.docker, docker SDK) from $BASE_PY"
+  test -x "$ANCHOR/bin/python" || "$BASE_PY" -m venv "$ANCHOR"
+  "$ANCHOR/bin/python" -m pip install -q --upgrade pip
+  "$ANCHOR/bin/python" -m pip install -q -r "$REQS"
+  touch "$ANCHOR/.installed"
+fi
+
+exec "$VENV/bin/python" "$ROOT/bench/bench.py" "$@"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Build the test runner image drover.local/runner:1: a stand-in for the GitHub Actions runner started with
+# a JIT config (see tests/fixtures/runner_image/README.md). No registry is reachable, so the image is made
+# here like hack/images.sh does: a root filesystem from Debian's busybox-static plus the entrypoint
+# tests/fixtures/runner_image/run.sh at /runner/run.sh, imported with `docker import`.
+#
+# Idempotent: the image carries the label drover.runner.sha256 (sha256 of the entrypoint and of this
+# script); it is rebuilt only when that changed, or with --force / DROVER_RUNNER_IMAGE_FORCE=1.
+set -euo pipefail
+IMAGE=${DROVER_RUNNER_IMAGE:-drover.local/runner:1}
+LABEL=drover.runner.sha256
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+entrypoint="$here/../tests/fixtures/runner_image/run.sh"
+force=${DROVER_RUNNER_IMAGE_FORCE:-0}
+[ "${1:-}" = --force ] && force=1
+
+[ -f "$entrypoint" ] || { echo "runner-image: $entrypoint is missing" >&2; exit 1; }
+want=$(cat "$entrypoint" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)
+old_id=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+if [ -n "$old_id" ] && [ "$force" != 1 ]; then
+  have=$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$IMAGE" 2>/dev/null || true)
+  if [ "$have" = "$want" ]; then
+    echo "runner-image: $IMAGE present"
+    exit 0
+  fi
+fi
+
+if [ ! -x /bin/busybox ] || ! /bin/busybox --list >/dev/null 2>&1 || ! dpkg -s busybox-static >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq busybox-static >/dev/null
+fi
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,proc,sys,dev,root,var/run,runner}
+cp /bin/busybox "$root/bin/busybox"
+for applet in $("$root/bin/busybox" --list); do
+  [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+done
+echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+echo 'root:x:0:' > "$root/etc/group"
+chmod 1777 "$root/tmp"
+install -m 0755 "$entrypoint" "$root/runner/run.sh"
+tar -C "$root" --owner=0 --group=0 --numeric-owner -c . |
+  docker import \
+    -c 'ENTRYPOINT ["/runner/run.sh"]' \
+    -c 'ENV PATH=/bin' \
+    -c 'WORKDIR /runner' \
+    -c "LABEL $LABEL=$want" \
+    - "$IMAGE" >/dev/null
+# drop the image this one replaces, unless something still uses it
+if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$IMAGE")" ]; then
+  docker rmi "$old_id" >/dev/null 2>&1 || true
+fi
+echo "runner-image: built $IMAGE"

@@ -1,0 +1,378 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runner-pool passes: one call of gh_runner_slot is one pass, in this order: collect finished ->
+list runners (delete this host's orphan registrations) -> list queued jobs -> plan -> apply.
+
+Owns: reading slot occupancy back from the engine's labels, releasing ended runners (inspect, log,
+remove, deregister), orphan cleanup, idle stop versus kill, starting JIT runners with their config as a
+root-only file, and persisting holds, streaks and slots. Check mode reads (engine and GitHub listings)
+and plans; it sends no POST or DELETE, creates or removes no container and writes no store row.
+Must not: decide (the decider does) or talk to Docker or GitHub other than through their adapters.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import calendar
+import os
+import time
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
+from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
+from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub, GitHubError, RateLimited, BUSY
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
+from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
+from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import host_prefix, owner_of, pool_spec, runner_name
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+ROLE = 'runner'
+JIT_MOUNT = '/runner/.jitconfig'
+
+
+def machine_id(path='/etc/machine-id'):
+    """This host's short machine ID: with the prefix, it names the host's runners."""
+    try:
+        with open(path) as handle:
+            value = handle.read().strip()
+        if value:
+            return value[:12]
+    except IOError:
+        pass
+    return os.uname()[1][:12]
+
+
+def _epoch(ts):
+    """Docker's RFC 3339 time to epoch seconds; None for the zero time or nothing."""
+    if not ts or ts.startswith('0001-'):
+        return None
+    try:
+        return calendar.timegm(time.strptime(ts[:19], '%Y-%m-%dT%H:%M:%S'))
+    except ValueError:
+        return None
+
+
+class PoolPass:
+    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir):
+        self.spec = spec
+        self.engine = engine
+        self.store = store
+        self.gh = gh
+        self.check_mode = check_mode
+        self.now = now
+        self.jit_dir = jit_dir
+        self.events = []
+        self.warnings = []
+        self.started, self.stopped, self.released, self.orphans_deleted = [], [], [], []
+        row = store.pool(spec.pool)
+        self.state = plan_mod.fresh_state()
+        if row:
+            self.state.update((k, row[k]) for k in ('failures', 'idle_exits', 'hold_until', 'hold_cause'))
+        self.api_wait = row.get('api_wait') if row else None
+        self.stored_row = row
+        self.stored_slots = store.slots(spec.pool)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def occupants(self):
+        """Slot index -> occupant, from the runner containers' labels (the engine is the truth)."""
+        out = {}
+        for c in self.engine.list_role(ROLE):
+            labels = c['labels']
+            if labels.get('drover.pool') != self.spec.pool:
+                continue
+            try:
+                idx = int(labels.get('drover.slot')) - 1
+                runner_id = int(labels.get('drover.runner-id'))
+            except (TypeError, ValueError):
+                continue
+            row = self.stored_slots.get(idx) or {}
+            out[idx] = {'runner_name': c['name'], 'runner_id': runner_id, 'container_id': c['id'],
+                        'started_at': c.get('created') or row.get('started_at'), 'state': c['state'],
+                        'busy': bool(row.get('busy')) and row.get('runner_id') == runner_id}
+        return out
+
+    def _api_open(self):
+        if self.api_wait and self.now < self.api_wait:
+            self.warnings.append('GitHub asked for no requests until %s: no listing this pass' % iso(self.api_wait))
+            return False
+        return True
+
+    def _github(self, what, call, *args):
+        """Run one GitHub call; (value, ok). A rate limit stops requests until its reset."""
+        try:
+            return call(*args), True
+        except RateLimited as exc:
+            self.api_wait = exc.reset
+            self.warnings.append(str(exc))
+            self.events.append(plan_mod.event('github.rate_limited', self.spec.pool, self.now, until=iso(exc.reset)))
+        except GitHubError as exc:
+            self.warnings.append('%s: %s' % (what, exc))
+        return None, False
+
+    # --- steps -----------------------------------------------------------------------------------
+
+    def _jit_path(self, name):
+        return os.path.join(self.jit_dir, name)
+
+    def _forget(self, occ, deregister=True):
+        """Remove the container, its JIT file and (unless asked not to) its registration."""
+        if self.check_mode:
+            return None
+        if occ.get('container_id'):
+            self.engine.remove(occ['container_id'])
+        try:
+            os.unlink(self._jit_path(occ['runner_name']))
+        except OSError:
+            pass
+        if deregister and occ.get('runner_id') and self._api_open():
+            # Busy: GitHub keeps it for minutes after its job is gone; the next orphan cleanup deletes it.
+            return self._github('delete runner %s' % occ['runner_name'], self.gh.delete_runner, occ['runner_id'])[0]
+        return None
+
+    def collect_finished(self, occupants, vanished):
+        for idx in sorted(occupants):
+            occ = occupants[idx]
+            if occ['state'] in ('running', 'restarting', 'paused', 'created'):
+                continue
+            state = self.engine.inspect(occ['container_id']) or {}
+            logs = self.engine.logs(occ['container_id'])
+            self._end(occ, plan_mod.took_job(logs), state)
+            del occupants[idx]
+        for occ in vanished:
+            self._end(dict(occ, container_id=None), None, {})
+
+    def _end(self, occ, took, state):
+        started = _epoch(state.get('started_at')) or occ.get('started_at') or self.now
+        finished = _epoch(state.get('finished_at')) or self.now
+        self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
+                                          took_job=took, oom_killed=bool(state.get('oom_killed')),
+                                          exit_code=state.get('exit_code')))
+        self._forget(occ)
+        self.state, events = plan_mod.ended(self.state, self.spec.pool, took, finished - started, self.now,
+                                            self.spec.idle_timeout)
+        self.events.extend(events)
+        self.released.append(occ['runner_name'])
+
+    def list_runners(self, occupants):
+        """The pool's registrations; this host's that no slot holds are deleted. (busy ids, ok)."""
+        if not self._api_open():
+            return set(), False
+        runners, ok = self._github('list runners', self.gh.runners)
+        if not ok:
+            return set(), False
+        ours = set(o['runner_id'] for o in occupants.values())
+        prefix = host_prefix(self.spec)
+        for runner in runners:
+            if (runner['name'] or '').startswith(prefix) and runner['id'] not in ours:
+                if self.check_mode:
+                    self.orphans_deleted.append(runner['name'])
+                    continue
+                result, done = self._github('delete orphan %s' % runner['name'], self.gh.delete_runner, runner['id'])
+                if done and result != BUSY:
+                    self.orphans_deleted.append(runner['name'])
+        by_id = dict((r['id'], r) for r in runners)
+        for occ in occupants.values():
+            seen = by_id.get(occ['runner_id'])
+            occ['online'] = bool(seen and seen['status'] == 'online')
+            occ['busy'] = bool(seen and seen['busy'])
+        return set(r['id'] for r in runners if r['busy']), True
+
+    def queued(self):
+        if self.spec.state != 'present' or self.spec.scale != 'queued':
+            return 0
+        if not self._api_open():
+            return None
+        jobs, ok = self._github('list queued jobs', self.gh.queued_jobs)
+        if not ok:
+            return None
+        return len([j for j in jobs if plan_mod.matches(j['labels'], self.spec.labels)])
+
+    def stop(self, occupants, idx, kill):
+        occ = occupants[idx]
+        if kill:
+            self._forget(occ)
+        elif not self.check_mode:
+            if not self._api_open():
+                return
+            result, ok = self._github('delete runner %s' % occ['runner_name'], self.gh.delete_runner, occ['runner_id'])
+            if not ok:
+                return
+            if result == BUSY:
+                # It took a job meanwhile: keep it.
+                occ['busy'] = True
+                return
+            self._forget(occ, deregister=False)
+        self.events.append(plan_mod.event('runner.stopped', self.spec.pool, self.now, runner_name=occ['runner_name'],
+                                          killed=kill))
+        self.stopped.append(occ['runner_name'])
+        del occupants[idx]
+
+    def start(self, occupants, idx):
+        spec = self.spec
+        name = runner_name(spec, idx, self.now)
+        if self.check_mode:
+            occupants[idx] = {'runner_name': name, 'runner_id': None, 'container_id': None, 'started_at': self.now,
+                              'state': 'planned', 'busy': False}
+            self.started.append(name)
+            return True
+        registered, ok = self._github('register runner %s' % name, self.gh.register, name, spec.runner_group_id,
+                                      spec.labels, spec.work_folder)
+        if not ok:
+            self._hold(plan_mod.CAUSE_REGISTER, 'cannot register runner %s' % name)
+            return False
+        runner_id, jit = registered
+        path = self._jit_path(name)
+        try:
+            if not os.path.isdir(self.jit_dir):
+                os.makedirs(self.jit_dir, 0o700)
+            os.chmod(self.jit_dir, 0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+            with os.fdopen(fd, 'w') as handle:
+                handle.write(jit)
+            del jit
+            labels = {'drover.role': ROLE, 'drover.pool': spec.pool, 'drover.slot': str(idx + 1),
+                      'drover.runner-id': str(runner_id), 'drover.repository': owner_of(spec)}
+            cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
+                                     memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
+                                     network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
+                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)])
+            try:
+                self.engine.start(cid)
+            except EngineError:
+                self.engine.remove(cid)
+                raise
+        except (EngineError, OSError) as exc:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
+            self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
+            return False
+        occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid, 'started_at': self.now,
+                          'state': 'running', 'busy': False}
+        self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
+                                          runner_id=runner_id, slot=idx + 1))
+        self.started.append(name)
+        return True
+
+    def _hold(self, cause, error):
+        self.state, events = plan_mod.hold(self.state, self.spec.pool, cause, self.now, error)
+        self.events.extend(events)
+        self.warnings.append('pool %s: %s' % (self.spec.pool, error))
+
+    # --- the result ------------------------------------------------------------------------------
+
+    def slot_views(self, occupants):
+        out = []
+        for idx in range(max(self.spec.slots, max(occupants) + 1 if occupants else 0)):
+            occ = occupants.get(idx)
+            if occ is None:
+                out.append({'index': idx + 1, 'state': 'free', 'runner_name': None, 'runner_id': None,
+                            'container_id': None, 'started_at': None})
+                continue
+            state = 'busy' if occ.get('busy') else ('idle' if occ.get('online') else 'starting')
+            out.append({'index': idx + 1, 'state': state, 'runner_name': occ['runner_name'],
+                        'runner_id': occ['runner_id'], 'container_id': occ['container_id'],
+                        'started_at': iso(occ.get('started_at'))})
+        return out
+
+    def save(self, occupants):
+        if self.check_mode:
+            return
+        if self.spec.state == 'absent' and not occupants:
+            self.store.delete_pool(self.spec.pool)
+        else:
+            state = dict(self.state, api_wait=self.api_wait)
+            self.store.put_pool(self.spec.pool, owner_of(self.spec), state, self.now)
+            self.store.set_slots(self.spec.pool, dict((i, o) for i, o in occupants.items()))
+        for ev in self.events:
+            self.store.add_event(dict(ev, subject=ev.get('subject', 'pool/%s' % self.spec.pool)))
+
+
+def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
+    """The gh_runner_slot module's one call. Returns the result dict; raises TaskFailure."""
+    try:
+        spec = pool_spec(params, params.get('machine_id') or machine_id())
+    except SpecError as exc:
+        raise TaskFailure(str(exc))
+    try:
+        gh = github_factory(spec.api_url, spec.auth, repository=spec.repository, organization=spec.organization,
+                            timeout=params.get('github_timeout') or 15)
+    except Exception as exc:  # pylint: disable=broad-except
+        raise TaskFailure('GitHub auth: %s' % (str(exc)[:300] or exc.__class__.__name__))
+    engine, store, lock = open_host(params, check_mode)
+    try:
+        now = clock()
+        work = PoolPass(spec, engine, store, gh, check_mode, now,
+                        os.path.join(os.path.dirname(params['store_path']) or '.', 'jit'))
+        before_hold = dict(work.state)
+        occupants = work.occupants()
+        vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
+                    if idx not in occupants]
+        work.collect_finished(occupants, vanished)                 # 1. collect finished
+        busy_ids, listed = work.list_runners(occupants)            # 2. list runners, delete orphans
+        queued = work.queued() if listed else None                  # 3. queued jobs
+        decided = plan_mod.plan(spec, occupants, busy_ids, queued, work.state, now, listing_ok=listed)  # 4. plan
+        if decided.reason and not listed:
+            work.warnings.append('pool %s: %s' % (spec.pool, decided.reason))
+        for idx in decided.kill:                                    # 5. apply
+            work.stop(occupants, idx, kill=True)
+        for idx in decided.stop:
+            work.stop(occupants, idx, kill=False)
+        for idx in decided.start:
+            if not work.start(occupants, idx):
+                break
+        work.save(occupants)
+        changed = bool(work.started or work.stopped or work.released or work.orphans_deleted
+                       or work.state != before_hold)
+        hold = {'until': iso(work.state.get('hold_until')) if plan_mod.held(work.state, now) else None,
+                'cause': work.state.get('hold_cause') if plan_mod.held(work.state, now) else None,
+                'failures': work.state.get('failures') or 0, 'idle_exits': work.state.get('idle_exits') or 0}
+        return {
+            'changed': changed,
+            'pool': {'name': spec.pool, 'owner': owner_of(spec), 'slots': work.slot_views(occupants), 'hold': hold},
+            'started': work.started, 'stopped': work.stopped, 'released': work.released,
+            'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
+            'warnings': work.warnings,
+        }
+    except EngineError as exc:
+        raise TaskFailure('Docker engine: %s' % exc)
+    finally:
+        store.close()
+        if lock:
+            lock.release()
+        engine.close()
+
+
+def info(params):
+    """The gh_runner_info module's one call: the host's pools, slots and holds, read-only."""
+    engine, store, lock = open_host(params, True)
+    try:
+        now = time.time()
+        containers = engine.list_role(ROLE)
+        out = []
+        for row in store.pools():
+            if params.get('pool') not in (None, row['pool']):
+                continue
+            mine = [c for c in containers if c['labels'].get('drover.pool') == row['pool']]
+            slots = store.slots(row['pool'])
+            held = row.get('hold_until') is not None and now < row['hold_until']
+            out.append({
+                'name': row['pool'], 'owner': row['owner'],
+                'slots': [{'index': i + 1, 'runner_name': r['runner_name'], 'runner_id': r['runner_id'],
+                           'container_id': r['container_id'], 'busy': bool(r['busy']),
+                           'started_at': iso(r['started_at']),
+                           'container_state': next((c['state'] for c in mine if c['id'] == r['container_id']), None)}
+                          for i, r in sorted(slots.items())],
+                'hold': {'until': iso(row['hold_until']) if held else None, 'cause': row['hold_cause'] if held else None,
+                         'failures': row['failures'], 'idle_exits': row['idle_exits']},
+            })
+        return {'changed': False, 'pools': out}
+    except EngineError as exc:
+        raise TaskFailure('Docker engine: %s' % exc)
+    finally:
+        store.close()
+        engine.close()

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runner-pool decider: holds, backoff and streaks of a pool, and which slots start or stop.
+
+Owns: what an ended runner means for its pool (took a job, failed early, idle exit, unknown), the hold
+and its backoff (never lengthened while held, runner.failed announced once per streak), and the plan of
+one pass (runners wanted = queued jobs + warm - idle runners, up to the slots; surplus idle runners that
+waited IDLE_TIMEOUT stop; a held pool starts nothing; an unread listing decides nothing).
+Must not: do any I/O or read the clock: `now` is an argument.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.drover.fleet.plugins.module_utils._plan_task import backoff, iso
+
+# A runner that waited this long for a job and then ended connected fine: an idle exit, not a failure.
+IDLE_TIMEOUT = 300
+
+CAUSE_NO_JOB = 'no job'
+CAUSE_IDLE_EXITS = 'idle exits'
+CAUSE_REGISTER = 'register'
+CAUSE_START = 'start'
+
+
+def fresh_state():
+    return {'failures': 0, 'idle_exits': 0, 'hold_until': None, 'hold_cause': None}
+
+
+def held(state, now):
+    until = state.get('hold_until')
+    return until is not None and now < until
+
+
+def event(kind, pool, now, **data):
+    out = {'event': kind, 'at': iso(now), 'pool': pool, 'subject': 'pool/%s' % pool}
+    out.update(data)
+    return out
+
+
+def hold(state, pool, cause, now, error=None):
+    """Hold the pool after a failure, unless it is held already (runners that fail while it is held
+    started before the hold: they do not lengthen it). Returns (state, events)."""
+    if held(state, now):
+        return dict(state), []
+    out = dict(state)
+    out['failures'] = (state.get('failures') or 0) + 1
+    wait = backoff(out['failures'])
+    out['hold_until'] = now + wait
+    out['hold_cause'] = cause
+    events = []
+    if out['failures'] == 1:
+        # Once per streak: a pool that stays broken says so once, not every 10 minutes.
+        events.append(event('runner.failed', pool, now, cause=cause, held_for=wait, error=error))
+    events.append(event('pool.held', pool, now, cause=cause, until=iso(out['hold_until']), failures=out['failures']))
+    return out, events
+
+
+def took_job(logs):
+    """True when the log shows a job taken, False when it shows none, None when there is no log at all."""
+    if not logs:
+        return None
+    return 'Running job: ' in logs
+
+
+def ended(state, pool, took, waited, now, idle_timeout=IDLE_TIMEOUT):
+    """The pool's state after one of its runners ended. `took`: took_job(logs); `waited`: seconds it ran;
+    `idle_timeout`: the pool's (IDLE_TIMEOUT by default)."""
+    out = dict(state)
+    if took is None:
+        return out, []
+    if took:
+        events = [event('pool.released', pool, now)] if held(state, now) else []
+        out.update(failures=0, idle_exits=0, hold_until=None, hold_cause=None)
+        return out, events
+    if waited >= idle_timeout:
+        out['idle_exits'] = (state.get('idle_exits') or 0) + 1
+        if out['idle_exits'] == 1:
+            # It started and connected: the next failure begins a new streak, announced again.
+            out['failures'] = 0
+            return out, []
+        return hold(out, pool, CAUSE_IDLE_EXITS, now, 'its runners end without a job after waiting for one')
+    return hold(out, pool, CAUSE_NO_JOB, now, 'a runner ended without taking a job')
+
+
+def matches(job_labels, pool_labels):
+    """A job matches a pool when every label it asks for is one of the pool's (case-insensitive)."""
+    have = set(l.lower() for l in pool_labels) | {'self-hosted'}
+    return all(l.lower() in have for l in job_labels)
+
+
+class PoolPlan:
+    def __init__(self):
+        self.start = []        # slot indexes (0-based) to start a runner in
+        self.stop = []         # slot indexes whose idle runner stops
+        self.kill = []         # slot indexes whose runner is killed (kill_busy)
+        self.reason = None     # why nothing was decided, when so
+
+
+def plan(spec, occupants, busy_ids, queued, state, now, listing_ok=True):
+    """Which slots start and stop. `occupants`: slot index -> occupant dict (runner_id, started_at) for
+    every occupied slot; `busy_ids`: ids of this pool's runners GitHub shows busy; `queued`: queued jobs
+    matching the pool (None when unread)."""
+    out = PoolPlan()
+    occupied = sorted(occupants)
+    free = [i for i in range(spec.slots) if i not in occupants]
+    idle = [i for i in occupied if occupants[i].get('runner_id') not in busy_ids and not occupants[i].get('busy')]
+    if spec.state == 'absent':
+        out.kill = list(occupied) if spec.kill_busy else []
+        out.stop = [] if spec.kill_busy else idle
+        return out
+    if not listing_ok or queued is None:
+        out.reason = 'a GitHub listing could not be read: no runner starts or stops this pass'
+        return out
+    if spec.scale == 'fixed':
+        # Every slot always holds a runner; none is stopped for being idle.
+        new = len(free)
+    else:
+        busy = len(occupied) - len(idle)
+        wanted_idle = min(queued + spec.warm, spec.slots - busy)
+        new = min(len(free), max(0, wanted_idle - len(idle)))
+        waited = sorted((i for i in idle if now - (occupants[i].get('started_at') or now) >= spec.idle_timeout),
+                        key=lambda i: occupants[i].get('started_at') or 0)
+        out.stop = waited[:max(0, len(idle) - wanted_idle)]
+    if held(state, now):
+        out.reason = 'held until %s (%s)' % (iso(state['hold_until']), state.get('hold_cause'))
+        return out
+    out.start = free[:new]
+    return out

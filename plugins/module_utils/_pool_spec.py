@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Declared runner pools: validation of a gh_runner_slot declaration into a typed spec.
+
+Owns: the rules of a pool declaration (repository or organization, labels, profile, scale, auth) and
+their messages, and the runner names of this host.
+Must not: touch the host or GitHub. Raises SpecError naming the field.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import re
+
+from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB
+
+OWNER_RE = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$')
+REPO_RE = re.compile(r'^[A-Za-z0-9._-]{1,100}$')
+DEFAULT_API_URL = 'https://api.github.com'
+
+Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'))
+PoolSpec = collections.namedtuple('PoolSpec', (
+    'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
+    'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id'))
+Auth = collections.namedtuple('Auth', ('token', 'app_id', 'app_private_key', 'installation_id'))
+
+
+def owner_of(spec):
+    return spec.repository or spec.organization
+
+
+def host_prefix(spec):
+    """What the names of this host's runners start with: prefix plus machine ID."""
+    return '%s-%s-' % (spec.name_prefix, spec.machine_id)
+
+
+def runner_name(spec, slot_index, now):
+    """<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>; slots are numbered from 1."""
+    return '%s%s-%d-%d' % (host_prefix(spec), spec.profile.name, slot_index + 1, int(now))
+
+
+def _profile(raw):
+    if not isinstance(raw, dict):
+        raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
+    unknown = sorted(set(k for k, v in raw.items() if v is not None) -
+                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'})
+    if unknown:
+        raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
+    name = check_name(raw.get('name'), 'profile.name')
+    image = raw.get('image')
+    if not isinstance(image, str) or not IMAGE_RE.match(image):
+        raise SpecError('profile.image is required and must be an image reference, got %r' % (image,))
+    cpus = raw.get('cpus')
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0 or cpus > 512):
+        raise SpecError('profile.cpus must be a number of CPUs above 0, got %r' % (cpus,))
+    memory = raw.get('memory')
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory < MIN_MEMORY_MIB):
+        raise SpecError('profile.memory must be a whole number of MiB, at least %d (the engine\'s minimum), got %r'
+                        % (MIN_MEMORY_MIB, memory))
+    slots = raw.get('slots')
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1 or slots > 256:
+        raise SpecError('profile.slots must be a whole number from 1 to 256, got %r' % (slots,))
+    mode = raw.get('network_mode') or 'bridge'
+    if mode not in ('bridge', 'host', 'none'):
+        raise SpecError('profile.network_mode must be bridge, host or none, got %r' % (mode,))
+    env = raw.get('environment') or {}
+    if not isinstance(env, dict) or any(not isinstance(k, str) or '=' in k for k in env):
+        raise SpecError('profile.environment must be a mapping of variable names to values')
+    return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())))
+
+
+def pool_spec(params, machine_id):
+    """The module's parameters, checked."""
+    pool = check_name(params.get('pool'), 'pool')
+    repository, organization = params.get('repository'), params.get('organization')
+    if repository and organization:
+        raise SpecError('repository and organization are mutually exclusive: a pool serves one of them')
+    if not repository and not organization:
+        raise SpecError('repository (owner/name) or organization is required')
+    if repository:
+        parts = repository.split('/')
+        if len(parts) != 2 or not OWNER_RE.match(parts[0]) or not REPO_RE.match(parts[1]):
+            raise SpecError('repository must be owner/name, got %r' % repository)
+    if organization and not OWNER_RE.match(organization):
+        raise SpecError('organization %r is not a valid GitHub organization name' % organization)
+    state = params.get('state') or 'present'
+    labels = params.get('labels') or []
+    if state == 'present' and not labels:
+        raise SpecError('labels must name at least one label (GitHub registers no runner without one)')
+    if any(not isinstance(l, str) or not l.strip() or ',' in l for l in labels):
+        raise SpecError('labels must be non-empty strings without commas')
+    if len(labels) > 100:
+        raise SpecError('labels may name at most 100 labels')
+    profile = _profile(params.get('profile') or {}) if state == 'present' or params.get('profile') else None
+    slots = profile.slots if profile else 0
+    warm = params.get('warm')
+    warm = 1 if warm is None else warm
+    if isinstance(warm, bool) or not isinstance(warm, int) or warm < 0:
+        raise SpecError('warm must be a whole number of at least 0, got %r' % (warm,))
+    idle_timeout = params.get('idle_timeout')
+    idle_timeout = IDLE_TIMEOUT if idle_timeout is None else idle_timeout
+    if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int) or idle_timeout < 1:
+        raise SpecError('idle_timeout must be a whole number of seconds of at least 1, got %r' % (idle_timeout,))
+    group = params.get('runner_group_id')
+    group = 1 if group is None else group
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise SpecError('runner_group_id must be a whole number of at least 1, got %r' % (group,))
+    prefix = params.get('name_prefix') or 'drover'
+    if not re.match(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,31}$', prefix):
+        raise SpecError('name_prefix must be up to 32 letters, digits, "_" or ".", got %r' % prefix)
+    token = params.get('token')
+    app = (params.get('app_id'), params.get('app_private_key'), params.get('installation_id'))
+    if token and any(a is not None for a in app):
+        raise SpecError('token and GitHub App credentials (app_id, app_private_key, installation_id) are mutually '
+                        'exclusive: give one of them')
+    if not token:
+        if any(a is None for a in app):
+            raise SpecError('GitHub auth: give token, or all of app_id, app_private_key and installation_id')
+        if '-----BEGIN' not in str(app[1]):
+            raise SpecError('app_private_key must be the App\'s PEM private key')
+    api_url = (params.get('api_url') or DEFAULT_API_URL).rstrip('/')
+    if not re.match(r'^https?://[^\s/]+', api_url):
+        raise SpecError('api_url must be an http(s) URL, got %r' % api_url)
+    return PoolSpec(
+        pool=pool, repository=repository, organization=organization, labels=tuple(labels),
+        runner_group_id=group, profile=profile, slots=slots, warm=warm, scale=params.get('scale') or 'queued',
+        idle_timeout=idle_timeout, name_prefix=prefix, work_folder=params.get('work_folder') or '_work',
+        state=state, kill_busy=bool(params.get('kill_busy')), api_url=api_url,
+        auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id)

@@ -1,0 +1,307 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gh_runner_slot
+short_description: Converge a pool of ephemeral just-in-time GitHub Actions runners on a Docker host
+version_added: 0.1.0
+description:
+  - A pool serves one repository or organization with a profile (an image, CPUs, memory and a number of
+    slots) and a set of labels. A slot is free or holds exactly one runner; one runner is one container is
+    one job. A runner container is never restarted and a JIT config is never used twice.
+  - "One call is one pass, in this order: collect the slots whose container ended (inspect, read the log,
+    remove, deregister); list the pool's runners and delete this host's registrations that no slot holds;
+    list the queued jobs whose labels the pool has; plan; apply."
+  - "The plan: runners wanted are the queued jobs plus O(warm), less the idle runners, up to the slots
+    (O(scale=queued)), or every slot always (O(scale=fixed)). Idle runners beyond that which waited
+    O(idle_timeout) stop: their registration is deleted first, and a runner that took a job meanwhile is kept."
+  - A runner that ends without taking a job holds the pool back before its next start, 30 s doubling up to
+    600 s; one that waited O(idle_timeout) and then ended is an idle exit, and the second in a row holds the
+    pool. A hold is never lengthened by runners that fail while it lasts; C(runner.failed) is announced
+    once per streak. Holds, streaks and slots live in the host store.
+  - The JIT config reaches the container only as a root-only file (mode 0400) mounted at
+    C(/runner/.jitconfig); it is never in the environment, the command, a label, a log line, the output or
+    an event. The runner image must read it from there.
+  - A listing that cannot be read (a 5xx, a timeout, a rate limit) decides nothing; after a rate limit no
+    request is sent until its reset.
+author:
+  - drover.fleet contributors (@drover)
+extends_documentation_fragment:
+  - drover.fleet.host
+  - drover.fleet.host.LOCK
+  - drover.fleet.attributes
+  - drover.fleet.attributes.ACTIONGROUP
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the engine's and GitHub's listings and plans; sends no POST or DELETE, creates or removes no
+        container and writes no store row.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details:
+      - With nothing queued and nothing ended, a second pass changes nothing.
+options:
+  pool:
+    description: The pool's name, unique on the host.
+    type: str
+    required: true
+  repository:
+    description: The repository the pool serves, as C(owner/name). Mutually exclusive with O(organization).
+    type: str
+  organization:
+    description: The organization the pool serves (organization runners). Mutually exclusive with O(repository).
+    type: str
+  labels:
+    description: The runners' labels; at least one. A job matches when every label it asks for is one of these.
+    type: list
+    elements: str
+  runner_group_id:
+    description: The runner group of the registrations.
+    type: int
+    default: 1
+  profile:
+    description: What each slot's runner container is.
+    type: dict
+    suboptions:
+      name:
+        description: The profile's name, part of each runner's name.
+        type: str
+        required: true
+      image:
+        description: The runner image; it reads its JIT config from C(/runner/.jitconfig).
+        type: str
+        required: true
+      cpus:
+        description: CPUs of each runner container.
+        type: float
+      memory:
+        description: Memory limit of each runner container in MiB (at least 6).
+        type: int
+      slots:
+        description: How many runners the pool may hold at once.
+        type: int
+        required: true
+      network_mode:
+        description: The runner containers' network.
+        type: str
+        choices: [bridge, host, none]
+        default: bridge
+      environment:
+        description: Environment variables of the runner containers (never the JIT config).
+        type: dict
+  warm:
+    description: Idle runners kept ready for jobs not queued yet (with O(scale=queued)).
+    type: int
+    default: 1
+  scale:
+    description: V(queued) starts runners for matching queued jobs plus O(warm); V(fixed) keeps every slot full.
+    type: str
+    choices: [queued, fixed]
+    default: queued
+  idle_timeout:
+    description: Seconds an idle runner waits before it may be stopped as surplus, and the line between an early failure and an idle exit.
+    type: int
+    default: 300
+  name_prefix:
+    description: The first part of every runner name, C(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>).
+    type: str
+    default: drover
+  machine_id:
+    description: This host's ID in runner names; by default the first 12 characters of C(/etc/machine-id).
+    type: str
+  work_folder:
+    description: The runners' work folder.
+    type: str
+    default: _work
+  state:
+    description:
+      - V(present) converges the pool. V(absent) drains it; idle runners go, busy ones finish (unless
+        O(kill_busy)), and the pool's record goes once no slot is occupied.
+    type: str
+    choices: [present, absent]
+    default: present
+  kill_busy:
+    description: With O(state=absent), kill busy runners too; their registrations are deleted by a later orphan cleanup.
+    type: bool
+    default: false
+  api_url:
+    description: The GitHub API, for example V(https://github.example.com/api/v3) for GitHub Enterprise Server.
+    type: str
+    default: https://api.github.com
+  token:
+    description: A token that may manage the runners. Never logged or returned.
+    type: str
+  app_id:
+    description: A GitHub App's ID, with O(app_private_key) and O(installation_id) instead of O(token).
+    type: int
+  app_private_key:
+    description: The App's PEM private key. Never logged or returned.
+    type: str
+  installation_id:
+    description: The App installation's ID.
+    type: int
+  github_timeout:
+    description: Seconds to wait for any one GitHub answer.
+    type: int
+    default: 15
+seealso:
+  - module: drover.fleet.gh_runner_info
+'''
+
+EXAMPLES = r'''
+- name: Two slots of ephemeral runners for a repository
+  drover.fleet.gh_runner_slot:
+    pool: app-ci
+    repository: example/app
+    labels: [self-hosted, linux, drover]
+    profile:
+      name: small
+      image: registry.example.com/actions-runner:2.321
+      cpus: 2
+      memory: 4096
+      slots: 2
+    warm: 1
+    token: "{{ vault_github_token }}"
+
+- name: An organization pool on GitHub Enterprise Server, as a GitHub App
+  drover.fleet.gh_runner_slot:
+    pool: org-ci
+    organization: example
+    labels: [self-hosted, large]
+    runner_group_id: 3
+    api_url: https://github.example.com/api/v3
+    app_id: 12345
+    installation_id: 67890
+    app_private_key: "{{ vault_app_key }}"
+    profile: {name: large, image: registry.example.com/actions-runner:2.321, slots: 4}
+
+- name: Drain a pool; busy runners finish first
+  drover.fleet.gh_runner_slot:
+    pool: app-ci
+    repository: example/app
+    state: absent
+    token: "{{ vault_github_token }}"
+'''
+
+RETURN = r'''
+pool:
+  description: The pool after the pass.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The pool's name.
+      type: str
+    owner:
+      description: The repository or organization it serves.
+      type: str
+    slots:
+      description: Each slot, C(index) from 1, C(state) (free, starting, idle, busy), C(runner_name), C(runner_id), C(container_id), C(started_at).
+      type: list
+      elements: dict
+    hold:
+      description: C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
+      type: dict
+started:
+  description: Names of the runners started.
+  returned: always
+  type: list
+  elements: str
+stopped:
+  description: Names of the idle (or killed) runners stopped.
+  returned: always
+  type: list
+  elements: str
+released:
+  description: Names of the ended runners whose slots were freed.
+  returned: always
+  type: list
+  elements: str
+orphans_deleted:
+  description: This host's registrations that no slot held, deleted.
+  returned: always
+  type: list
+  elements: str
+queued:
+  description: Queued jobs that match the pool (null when the listing could not be read).
+  returned: always
+  type: int
+events:
+  description:
+    - C(runner.started), C(runner.ended) (with C(took_job), C(oom_killed)), C(runner.stopped),
+      C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited).
+  returned: always
+  type: list
+  elements: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge
+from ansible_collections.drover.fleet.plugins.module_utils._github import HAS_GITHUB, GITHUB_IMPORT_ERROR
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+
+
+def main():
+    argument_spec = dict(
+        pool=dict(type='str', required=True),
+        repository=dict(type='str'),
+        organization=dict(type='str'),
+        labels=dict(type='list', elements='str'),
+        runner_group_id=dict(type='int', default=1),
+        profile=dict(type='dict', options=dict(
+            name=dict(type='str', required=True),
+            image=dict(type='str', required=True),
+            cpus=dict(type='float'),
+            memory=dict(type='int'),
+            slots=dict(type='int', required=True),
+            network_mode=dict(type='str', choices=['bridge', 'host', 'none'], default='bridge'),
+            environment=dict(type='dict'),
+        )),
+        warm=dict(type='int', default=1),
+        scale=dict(type='str', choices=['queued', 'fixed'], default='queued'),
+        idle_timeout=dict(type='int', default=300),
+        name_prefix=dict(type='str', default='drover'),
+        machine_id=dict(type='str'),
+        work_folder=dict(type='str', default='_work'),
+        state=dict(type='str', choices=['present', 'absent'], default='present'),
+        kill_busy=dict(type='bool', default=False),
+        api_url=dict(type='str', default='https://api.github.com'),
+        token=dict(type='str', no_log=True),
+        app_id=dict(type='int'),
+        app_private_key=dict(type='str', no_log=True),
+        installation_id=dict(type='int'),
+        github_timeout=dict(type='int', default=15),
+    )
+    argument_spec.update(host_args())
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        mutually_exclusive=[('repository', 'organization'), ('token', 'app_id'), ('token', 'app_private_key')],
+        required_one_of=[('repository', 'organization')],
+        required_if=[('state', 'present', ('labels', 'profile'))],
+        supports_check_mode=True,
+    )
+    require_docker(module)
+    if not HAS_GITHUB:
+        module.fail_json(msg=missing_required_lib('PyGithub'), exception=GITHUB_IMPORT_ERROR)
+    try:
+        result = converge(module.params, check_mode=module.check_mode)
+    except TaskFailure as exc:
+        module.fail_json(msg=exc.msg)
+    for warning in result.pop('warnings', []):
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+"""The runner-pool decider: holds and backoff exactly as behaviour.md says, and the plan of a pass."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as p
+from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import pool_spec, runner_name
+
+T0 = 1_800_000_000.0
+
+
+def spec(**kw):
+    params = {'pool': 'ci', 'repository': 'o/r', 'labels': ['self-hosted', 'linux'], 'token': 't',
+              'profile': {'name': 'small', 'image': 'drover.local/runner:1', 'slots': 4}}
+    params.update(kw)
+    return pool_spec(params, 'abc123')
+
+
+def kinds(events):
+    return [e['event'] for e in events]
+
+
+def test_backoff_sequence_of_early_failures():
+    state, now, holds = p.fresh_state(), T0, []
+    while len(holds) < 8:
+        state, events = p.ended(state, 'ci', False, 10, now)
+        assert kinds(events)[-1] == 'pool.held'
+        holds.append(state['hold_until'] - now)
+        now = state['hold_until'] + 1
+    assert holds == [30, 60, 120, 240, 480, 600, 600, 600]
+    assert state['failures'] == 8
+
+
+def test_runner_failed_once_per_streak_and_holds_not_lengthened():
+    state, events = p.ended(p.fresh_state(), 'ci', False, 5, T0)
+    assert kinds(events) == ['runner.failed', 'pool.held']
+    assert events[0]['cause'] == 'no job' and events[0]['held_for'] == 30
+    during, events = p.ended(state, 'ci', False, 5, T0 + 10)
+    assert events == [] and during == state
+    later, events = p.ended(state, 'ci', False, 5, T0 + 31)
+    assert kinds(events) == ['pool.held'] and later['failures'] == 2 and later['hold_until'] == T0 + 31 + 60
+
+
+def test_took_job_resets_everything():
+    state = p.ended(p.fresh_state(), 'ci', False, 5, T0)[0]
+    state['idle_exits'] = 1
+    state, events = p.ended(state, 'ci', True, 5, T0 + 1)
+    assert state == {'failures': 0, 'idle_exits': 0, 'hold_until': None, 'hold_cause': None}
+    assert kinds(events) == ['pool.released']
+
+
+def test_idle_exits():
+    state = dict(p.fresh_state(), failures=3)
+    state, events = p.ended(state, 'ci', False, 300, T0)
+    assert (state['idle_exits'], state['failures'], state['hold_until'], events) == (1, 0, None, [])
+    state, events = p.ended(state, 'ci', False, 400, T0 + 500)
+    assert state['idle_exits'] == 2 and state['hold_cause'] == 'idle exits' and state['hold_until'] == T0 + 530
+    assert kinds(events) == ['runner.failed', 'pool.held']
+
+
+def test_unknown_counts_neither_way():
+    state = dict(p.fresh_state(), failures=2, idle_exits=1)
+    assert p.ended(state, 'ci', None, 5, T0) == (state, [])
+
+
+@pytest.mark.parametrize('logs,took', [('', None), (None, None), ('Listening for Jobs\n', False),
+                                       ('Listening for Jobs\nRunning job: build\n', True)])
+def test_took_job(logs, took):
+    assert p.took_job(logs) is took
+
+
+@pytest.mark.parametrize('job,pool,ok', [(['self-hosted', 'linux'], ['linux'], True), (['gpu'], ['linux'], False),
+                                         (['Linux'], ['linux', 'x64'], True), ([], ['linux'], True)])
+def test_matching(job, pool, ok):
+    assert p.matches(job, pool) is ok
+
+
+def occ(idx_started):
+    return dict((i, {'runner_id': 100 + i, 'started_at': started}) for i, started in idx_started.items())
+
+
+def test_plan_queued_plus_warm_minus_idle():
+    s = spec(warm=1)
+    assert p.plan(s, {}, set(), 0, p.fresh_state(), T0).start == [0]
+    assert p.plan(s, {}, set(), 2, p.fresh_state(), T0).start == [0, 1, 2]
+    assert p.plan(s, {}, set(), 10, p.fresh_state(), T0).start == [0, 1, 2, 3]
+    # one idle runner already covers the warm one
+    assert p.plan(s, occ({0: T0}), set(), 0, p.fresh_state(), T0 + 5).start == []
+    # a busy runner does not count as idle
+    assert p.plan(s, occ({0: T0}), {100}, 1, p.fresh_state(), T0 + 5).start == [1, 2]
+
+
+def test_surplus_idle_stops_only_after_idle_timeout():
+    s = spec(warm=0)
+    young = p.plan(s, occ({0: T0, 1: T0}), set(), 0, p.fresh_state(), T0 + 299)
+    assert young.stop == [] and young.start == []
+    old = p.plan(s, occ({0: T0, 1: T0 + 100}), set(), 1, p.fresh_state(), T0 + 450)
+    assert old.stop == [0]
+
+
+def test_held_pool_starts_nothing_but_stops_surplus():
+    state = p.hold(p.fresh_state(), 'ci', 'no job', T0)[0]
+    out = p.plan(spec(warm=0), occ({0: T0 - 1000}), set(), 3, state, T0 + 1)
+    assert out.start == [] and 'held until' in out.reason
+    out = p.plan(spec(warm=0), occ({0: T0 - 1000}), set(), 0, state, T0 + 1)
+    assert out.stop == [0]
+
+
+def test_fixed_scale_fills_every_slot_and_stops_none():
+    out = p.plan(spec(scale='fixed'), occ({1: T0 - 1000}), set(), 0, p.fresh_state(), T0)
+    assert out.start == [0, 2, 3] and out.stop == []
+
+
+def test_unread_listing_decides_nothing():
+    out = p.plan(spec(), occ({0: T0 - 1000}), set(), None, p.fresh_state(), T0)
+    assert (out.start, out.stop) == ([], []) and 'could not be read' in out.reason
+
+
+def test_absent_drains_or_kills():
+    s = spec(state='absent')
+    out = p.plan(s, occ({0: T0, 1: T0}), {101}, 0, p.fresh_state(), T0)
+    assert out.stop == [0] and out.kill == [] and out.start == []
+    out = p.plan(spec(state='absent', kill_busy=True), occ({0: T0, 1: T0}), {101}, 0, p.fresh_state(), T0)
+    assert out.kill == [0, 1] and out.stop == []
+
+
+def test_runner_name():
+    assert runner_name(spec(), 1, T0 + 0.7) == 'drover-abc123-small-2-1800000000'
+
+
+@pytest.mark.parametrize('kw,words', [
+    ({'labels': []}, ('labels',)), ({'profile': {'name': 'x', 'image': 'i', 'slots': 0}}, ('slots',)),
+    ({'repository': 'noowner'}, ('owner/name',)), ({'organization': 'org'}, ('mutually exclusive',)),
+    ({'profile': {'name': 'x', 'image': 'i', 'slots': 1, 'memory': 2}}, ('memory', 'at least 6')),
+    ({'app_id': 1, 'app_private_key': '-----BEGIN x', 'installation_id': 2}, ('token', 'App', 'mutually exclusive')),
+    ({'token': None}, ('auth',)), ({'warm': -1}, ('warm',)), ({'name_prefix': 'a-b'}, ('name_prefix',)),
+])
+def test_bad_pools(kw, words):
+    from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+    with pytest.raises(SpecError) as err:
+        spec(**kw)
+    assert all(w in str(err.value) for w in words), str(err.value)
