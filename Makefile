@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine hostdeps images registry collection unit integration sanity molecule docs changelog bench clean
+.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule docs changelog bench clean
 
 demo: setup
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
@@ -25,7 +25,7 @@ demo: setup
 test: setup changelog docs unit integration molecule sanity
 	@echo 'make test: all suites passed'
 
-setup: venv engine hostdeps images collection
+setup: venv engine hostdeps images standin-deps collection
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -42,6 +42,7 @@ hostdeps:
 
 images: engine
 	hack/images.sh
+	hack/runner-image.sh
 
 registry: images
 	hack/registry.sh
@@ -50,14 +51,14 @@ collection:
 	@mkdir -p collection/dev/ansible_collections/drover
 	@test -L collection/dev/ansible_collections/drover/fleet || ln -s $(ROOT) collection/dev/ansible_collections/drover/fleet
 
-unit: venv collection
+unit: venv collection standin-deps
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 integration: setup registry
 	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
 	hack/leaks.sh
 
-MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info
+MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info
 
 docs: venv collection
 	for m in $(MODULES); do $(VENV)/bin/ansible-doc drover.fleet.$$m >/dev/null; done
@@ -75,6 +76,12 @@ sanity: venv
 
 bench: setup
 	bench/run.sh
+
+# GitHub's OpenAPI description (npm @octokit/openapi, pinned by its package-lock.json) for the GitHub stand-in
+# in tests/fixtures/github_standin; installs npm (Debian's) when missing, and runs npm ci only when needed.
+standin-deps:
+	command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+	cd tests/fixtures/github_standin && if test -f node_modules/@octokit/openapi/generated/api.github.com.json && npm ls --silent >/dev/null 2>&1; then echo 'standin-deps: @octokit/openapi present'; else npm ci --no-audit --no-fund; fi
 
 clean:
 	rm -rf collection .pytest_cache

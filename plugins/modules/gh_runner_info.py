@@ -1,0 +1,84 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: gh_runner_info
+short_description: List the GitHub Actions runner pools of a Docker host
+version_added: 0.1.0
+description:
+  - Returns the host's runner pools as the host store and the Docker engine show them, with their slots
+    and holds. Talks to no GitHub, changes nothing, and takes no lock.
+author:
+  - drover.fleet contributors (@drover)
+extends_documentation_fragment:
+  - drover.fleet.host
+  - drover.fleet.attributes
+  - drover.fleet.attributes.INFO_MODULE
+  - drover.fleet.attributes.ACTIONGROUP
+options:
+  pool:
+    description: Only this pool.
+    type: str
+seealso:
+  - module: drover.fleet.gh_runner_slot
+'''
+
+EXAMPLES = r'''
+- name: The host's pools
+  drover.fleet.gh_runner_info:
+  register: pools
+
+- name: Pools held back now
+  ansible.builtin.debug:
+    msg: "{{ pools.pools | selectattr('hold.until') | map(attribute='name') }}"
+'''
+
+RETURN = r'''
+pools:
+  description: Each pool with C(name), C(owner), C(slots) and C(hold).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The pool.
+      type: str
+    owner:
+      description: The repository or organization it serves.
+      type: str
+    slots:
+      description: Occupied slots, each with C(index), C(runner_name), C(runner_id), C(container_id), C(busy), C(started_at), C(container_state).
+      type: list
+      elements: dict
+    hold:
+      description: C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
+      type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import info
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+
+
+def main():
+    argument_spec = dict(pool=dict(type='str'))
+    argument_spec.update(host_args(lock=False))
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_docker(module)
+    try:
+        result = info(module.params)
+    except TaskFailure as exc:
+        module.fail_json(msg=exc.msg)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
