@@ -19,6 +19,7 @@ description:
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
+  - drover.fleet.gpu
   - drover.fleet.attributes
   - drover.fleet.attributes.INFO_MODULE
   - drover.fleet.attributes.ACTIONGROUP
@@ -26,22 +27,6 @@ requirements:
   - nvidia-ml-py on the managed host for O(discovery=nvml) (O(discovery=auto) uses it when present).
   - C(nvidia-smi) on the managed host for O(discovery=nvidia-smi).
 options:
-  discovery:
-    description:
-      - How the host's GPUs are found.
-      - V(auto) tries NVML, then C(nvidia-smi --query-gpu=uuid --format=csv,noheader), and finds no GPU when
-        neither works.
-      - V(nvml) and V(nvidia-smi) use only that way and fail when it does not work.
-      - V(static) takes the GPUs from O(devices), for hosts without the NVIDIA stack.
-    type: str
-    choices: [auto, nvml, nvidia-smi, static]
-    default: auto
-  devices:
-    description:
-      - The host's GPU UUIDs in index order, with O(discovery=static) (required then, and refused otherwise).
-      - Non-empty strings, each listed once.
-    type: list
-    elements: str
   store_path:
     description:
       - The host store, an SQLite database that holds the pins. Read only; a missing store means no pins.

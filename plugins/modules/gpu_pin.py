@@ -31,6 +31,7 @@ description:
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
+  - drover.fleet.gpu
   - drover.fleet.attributes
   - drover.fleet.attributes.ACTIONGROUP
 attributes:
@@ -70,22 +71,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  discovery:
-    description:
-      - How the host's GPUs are found.
-      - V(auto) tries NVML, then C(nvidia-smi --query-gpu=uuid --format=csv,noheader), and finds no GPU when
-        neither works.
-      - V(nvml) and V(nvidia-smi) use only that way and fail when it does not work.
-      - V(static) takes the GPUs from O(devices), for hosts without the NVIDIA stack.
-    type: str
-    choices: [auto, nvml, nvidia-smi, static]
-    default: auto
-  devices:
-    description:
-      - The host's GPU UUIDs in index order, with O(discovery=static) (required then, and refused otherwise).
-      - Non-empty strings, each listed once.
-    type: list
-    elements: str
   strict:
     description:
       - With V(false), a short ledger is best effort; with V(true), it fails the module.
