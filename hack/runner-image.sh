@@ -15,7 +15,7 @@ force=${DROVER_RUNNER_IMAGE_FORCE:-0}
 [ "${1:-}" = --force ] && force=1
 
 [ -f "$entrypoint" ] || { echo "runner-image: $entrypoint is missing" >&2; exit 1; }
-want=$(cat "$entrypoint" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)
+want=$(cat "$entrypoint" "${BASH_SOURCE[0]}" "$here/lib-rootfs.sh" | sha256sum | cut -d' ' -f1)
 old_id=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 if [ -n "$old_id" ] && [ "$force" != 1 ]; then
   have=$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$IMAGE" 2>/dev/null || true)
@@ -25,21 +25,11 @@ if [ -n "$old_id" ] && [ "$force" != 1 ]; then
   fi
 fi
 
-if [ ! -x /bin/busybox ] || ! /bin/busybox --list >/dev/null 2>&1 || ! dpkg -s busybox-static >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq busybox-static >/dev/null
-fi
+# shellcheck source=hack/lib-rootfs.sh
+. "$here/lib-rootfs.sh"
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,proc,sys,dev,root,var/run,runner}
-cp /bin/busybox "$root/bin/busybox"
-for applet in $("$root/bin/busybox" --list); do
-  [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
-done
-echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
-echo 'root:x:0:' > "$root/etc/group"
-chmod 1777 "$root/tmp"
+busybox_rootfs "$root" runner
 install -m 0755 "$entrypoint" "$root/runner/run.sh"
 tar -C "$root" --owner=0 --group=0 --numeric-owner -c . |
   docker import \
