@@ -1,0 +1,504 @@
+# -*- coding: utf-8 -*-
+"""The drover.fleet.events callback, driven directly with task results built the way ansible-core 2.19
+builds them (a real Host and Task, `_RawTaskResult.as_callback_task_result()`, which censors no_log
+results), a local HTTP server for the webhook, and a private log and fleet hold file."""
+
+from __future__ import absolute_import, division, print_function
+
+import http.server
+import json
+import os
+import socket
+import stat
+import threading
+import time
+
+import pytest
+import yaml
+
+from ansible import constants as C
+from ansible.executor.task_result import CallbackTaskResult, _RawTaskResult
+from ansible.inventory.host import Host
+from ansible.playbook.play import Play
+from ansible.playbook.task import Task
+
+from ansible_collections.drover.fleet.plugins.callback import events as plugin_mod
+
+SECRET = 'ghp_S3CR3T-token-never-in-output'
+NOW = 1900000000          # 2030-03-17T17:46:40Z: the clock of the fleet hold tests
+LOAD_NAME = 'drover.fleet.events'
+
+
+class RecordingDisplay:
+    """Stands in for ansible's Display: keeps what the plugin prints."""
+
+    verbosity = 0
+
+    def __init__(self):
+        self.lines = []
+        self.warnings = []
+
+    def display(self, msg, *args, **kwargs):
+        self.lines.append(msg)
+
+    def banner(self, msg, *args, **kwargs):
+        self.lines.append('BANNER ' + msg)
+
+    def warning(self, msg, *args, **kwargs):
+        self.warnings.append(msg)
+
+    def vvvv(self, msg, *args, **kwargs):
+        pass
+
+    def text(self):
+        return '\n'.join(self.lines + self.warnings)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith('DROVER_EVENTS_'):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv('no_proxy', '127.0.0.1,localhost')
+    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+
+
+@pytest.fixture
+def make_plugin(tmp_path):
+    """A configured plugin, as the callback loader and the TQM would make it, with a recording display."""
+    if not C.config.has_configuration_definition('callback', LOAD_NAME):
+        options = yaml.safe_load(plugin_mod.DOCUMENTATION)['options']
+        C.config.initialize_plugin_configuration_definitions('callback', LOAD_NAME, options)
+    made = []
+
+    def make(**options):
+        options.setdefault('fleet_state_path', str(tmp_path / 'controller' / 'fleet-holds.json'))
+        display = RecordingDisplay()
+        plugin = plugin_mod.CallbackModule(display=display)
+        plugin._load_name = LOAD_NAME
+        plugin.set_options(direct=options)
+        plugin.v2_playbook_on_play_start(Play.load({'name': 'converge fleet', 'hosts': 'all', 'tasks': []}))
+        made.append(plugin)
+        return plugin, display
+    yield make
+    for plugin in made:  # never leave a webhook thread behind
+        if plugin.webhook is not None:
+            plugin.webhook.close(0)
+
+
+def task_obj(name, action='drover.fleet.ecs_task', no_log=False, check_mode=False):
+    task = Task()
+    task.name = name
+    task.action = action
+    task.args = {'token': SECRET, 'store_path': '/tmp/secret-store.db'}
+    if no_log:
+        task.no_log = True
+    if check_mode:
+        task.check_mode = True
+    return task
+
+
+def task_result(host, data, name='converge', **kw):
+    """A CallbackTaskResult as ansible-core 2.19 hands it to callbacks (no_log results censored)."""
+    task = task_obj(name, **kw)
+    raw = dict(data)
+    raw.setdefault('invocation', {'module_args': {'token': SECRET, 'store_path': '/tmp/secret-store.db'}})
+    raw.setdefault('_ansible_no_log', bool(kw.get('no_log')))
+    made = _RawTaskResult(Host(host), task, raw, task.dump_attrs()).as_callback_task_result()
+    assert isinstance(made, CallbackTaskResult)
+    return made
+
+
+def task_event(kind, task='web', cluster='prod', **extra):
+    out = {'event': kind, 'at': '2030-03-17T17:40:00Z', 'cluster': cluster, 'task': task,
+           'subject': 'task/%s/%s' % (cluster, task)}
+    out.update(extra)
+    return out
+
+
+def task_view(name, status, held_until=None, cluster='prod'):
+    return {'name': name, 'cluster': cluster, 'last_status': status, 'desired_status': 'RUNNING',
+            'stopped_reason': None, 'started_at': None, 'stopped_at': None, 'restart': 'always', 'streak': 0,
+            'held_until': held_until, 'containers': []}
+
+
+def pool_result(pool, owner, states, until=None, cause=None, events=None):
+    slots = [{'index': i + 1, 'state': s, 'runner_name': None, 'runner_id': None, 'container_id': None,
+              'started_at': None} for i, s in enumerate(states)]
+    return {'changed': bool(events), 'events': events or [], 'started': [], 'stopped': [], 'released': [],
+            'orphans_deleted': [], 'queued': 0,
+            'pool': {'name': pool, 'owner': owner, 'slots': slots,
+                     'hold': {'until': until, 'cause': cause, 'failures': 1 if until else 0, 'idle_exits': 0}}}
+
+
+def read_log(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle.read().splitlines()]
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class Receiver:
+    """A local webhook: an HTTP server on 127.0.0.1 that keeps each JSON body it is POSTed."""
+
+    def __init__(self, gate=None):
+        self.bodies = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                if gate is not None:
+                    gate.wait(30)
+                length = int(self.headers.get('Content-Length') or 0)
+                receiver.bodies.append((self.headers.get('Content-Type'), json.loads(self.rfile.read(length))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = 'http://127.0.0.1:%d/hooks/drover?key=%s' % (self.server.server_address[1], 'hook-secret')
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(gate=None):
+        rec = Receiver(gate)
+        made.append(rec)
+        return rec
+    yield make
+    for rec in made:
+        rec.close()
+
+
+# --- the event log ----------------------------------------------------------------------------------
+
+def test_events_appended_as_json_lines_with_host_play_and_task(make_plugin, tmp_path):
+    log = tmp_path / 'logs' / 'sub' / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log))
+    plugin.v2_runner_on_ok(task_result('web1', {
+        'changed': True, 'task': task_view('web', 'RUNNING'), 'events': [task_event('task.running')]},
+        name='start web'))
+    plugin.v2_runner_on_ok(task_result('web2', pool_result('ci', 'acme/app', ['idle', 'free'], events=[
+        {'event': 'runner.started', 'at': '2030-03-17T17:41:00Z', 'pool': 'ci', 'subject': 'pool/ci',
+         'runner': 'drover-m1-small-1-1900000000'}]), name='runner pool', action='drover.fleet.gh_runner_slot'))
+    plugin.v2_runner_on_ok(task_result('web1', {'changed': False, 'msg': 'not ours'}, action='ansible.builtin.ping'))
+
+    lines = read_log(str(log))
+    assert [(e['event'], e['host']) for e in lines] == [('task.running', 'web1'), ('runner.started', 'web2')]
+    first = lines[0]
+    assert first['play'] == 'converge fleet' and first['ansible_task'] == 'start web'
+    assert first['task'] == 'web' and first['cluster'] == 'prod' and first['subject'] == 'task/prod/web'
+    assert first['run'] == lines[1]['run'] == plugin.run_id
+    assert lines[1]['runner'] == 'drover-m1-small-1-1900000000' and lines[1]['ansible_task'] == 'runner pool'
+    assert stat.S_IMODE(os.stat(str(log)).st_mode) == 0o600
+    text = log.read_text()
+    assert SECRET not in text and 'module_args' not in text and 'invocation' not in text
+    assert 'secret-store' not in text
+    plugin.v2_playbook_on_stats(None)
+    assert display.warnings == []
+    assert SECRET not in display.text()
+    # a second run appends
+    again, _display = make_plugin(log_path=str(log))
+    again.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.stopped', reason='Task stopped')]}))
+    assert [e['event'] for e in read_log(str(log))] == ['task.running', 'runner.started', 'task.stopped']
+
+
+def test_failed_results_give_their_events(make_plugin, tmp_path):
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log))
+    plugin.v2_runner_on_failed(task_result('web1', {
+        'failed': True, 'msg': 'image pull failed: %s' % SECRET, 'tasks': [task_view('web', 'STOPPED')],
+        'events': [task_event('task.stopped', reason='image pull failed: not found')]}), ignore_errors=True)
+    lines = read_log(str(log))
+    assert [(e['event'], e['reason']) for e in lines] == [('task.stopped', 'image pull failed: not found')]
+    assert SECRET not in log.read_text()
+
+
+def test_no_log_results_are_counted_never_read(make_plugin, tmp_path):
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log))
+    leaky = {'events': [task_event('task.running', reason=SECRET)], 'task': task_view('web', 'RUNNING')}
+    censored = task_result('web1', leaky, no_log=True)
+    assert 'censored' in censored.result and 'events' not in censored.result   # as ansible-core hands it over
+    plugin.v2_runner_on_ok(censored)
+    # a task whose no_log is set but whose result reached us uncensored is skipped all the same
+    task = task_obj('converge', no_log=True)
+    plugin.v2_runner_on_ok(CallbackTaskResult(Host('web1'), task, dict(leaky), task.dump_attrs()))
+    # a loop: the item hidden by no_log is skipped, the other is read
+    plugin.v2_runner_on_ok(task_result('web1', {'results': [
+        dict(leaky, _ansible_no_log=True, invocation={'module_args': {'token': SECRET}}),
+        {'events': [task_event('task.running', task='api')], 'task': task_view('api', 'RUNNING'),
+         '_ansible_no_log': False, 'invocation': {'module_args': {'token': SECRET}}},
+    ]}))
+    lines = read_log(str(log))
+    assert [(e['event'], e['task']) for e in lines] == [('task.running', 'api')]
+    assert SECRET not in log.read_text()
+    plugin.v2_playbook_on_stats(None)
+    recap = display.text()
+    assert SECRET not in recap
+    assert 'hidden by no_log=3' in recap
+    assert 'tasks running=1 stopped=0 held=0' in recap   # only the visible task
+
+
+# --- the webhook --------------------------------------------------------------------------------------
+
+def test_webhook_receives_each_event_as_json(make_plugin, receiver, tmp_path):
+    hook = receiver()
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log), webhook_url=hook.url, webhook_timeout=5)
+    for n in range(5):
+        plugin.v2_runner_on_ok(task_result('web%d' % n, {'events': [task_event('task.running', task='t%d' % n)]}))
+    plugin.v2_playbook_on_stats(None)
+    assert display.warnings == []
+    assert [ctype for ctype, body in hook.bodies] == ['application/json'] * 5
+    received = sorted((b['host'], b['task']) for ctype, b in hook.bodies)
+    assert received == [('web%d' % n, 't%d' % n) for n in range(5)]
+    assert sorted(json.dumps(b, sort_keys=True) for ctype, b in hook.bodies) == \
+        sorted(json.dumps(e, sort_keys=True) for e in read_log(str(log)))
+    assert all(SECRET not in json.dumps(b) for ctype, b in hook.bodies)
+    assert plugin.webhook.sent == 5
+    assert '5 sent to the webhook' in display.text()
+
+
+def test_refusing_webhook_warns_once_and_the_run_goes_on(make_plugin, tmp_path):
+    url = 'http://127.0.0.1:%d/hook?key=hook-secret' % free_port()   # nothing listens: connection refused
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log), webhook_url=url, webhook_retries=1, webhook_timeout=2,
+                                  webhook_max_failures=3)
+    start = time.time()
+    for n in range(12):
+        plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='t%d' % n)]}))
+        time.sleep(0.05)
+    plugin.v2_playbook_on_stats(None)
+    assert time.time() - start < 20
+    assert len(display.warnings) == 1, display.warnings
+    warning = display.warnings[0]
+    assert 'could not be sent' in warning and 'http://127.0.0.1:' in warning
+    assert 'hook-secret' not in warning and '/hook' not in warning
+    assert plugin.webhook.gave_up.is_set() and plugin.webhook.sent == 0
+    assert plugin.webhook.failed == 3          # it stopped trying after three failed sends
+    assert len(read_log(str(log))) == 12       # the log has every event all the same
+    assert any(line == 'BANNER DROVER FLEET RECAP' for line in display.lines)
+
+
+def test_failures_below_the_limit_are_told_once_at_the_end(make_plugin):
+    url = 'http://127.0.0.1:%d/hook' % free_port()
+    plugin, display = make_plugin(webhook_url=url, webhook_retries=0, webhook_max_failures=3)
+    for n in range(2):
+        plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='t%d' % n)]}))
+    plugin.v2_playbook_on_stats(None)
+    assert not plugin.webhook.gave_up.is_set()
+    assert len(display.warnings) == 1 and '2 could not be sent' in display.warnings[0], display.warnings
+
+
+def test_webhook_queue_is_bounded(make_plugin, receiver, tmp_path):
+    gate = threading.Event()
+    hook = receiver(gate)                      # holds every POST until the gate opens
+    plugin, display = make_plugin(webhook_url=hook.url, webhook_queue_size=2, webhook_drain_timeout=20)
+    for n in range(10):
+        plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='t%d' % n)]}))
+        time.sleep(0.02)
+    webhook = plugin.webhook
+    assert webhook.queue.qsize() <= 2
+    assert webhook.dropped >= 7                # at most one in flight and two waiting
+    gate.set()
+    plugin.v2_playbook_on_stats(None)
+    assert webhook.sent == 10 - webhook.dropped == len(hook.bodies)
+    assert len(display.warnings) == 1
+    assert '%d found the queue full (2 events)' % webhook.dropped in display.warnings[0]
+
+
+def test_drain_at_the_end_is_bounded(make_plugin, receiver):
+    gate = threading.Event()
+    hook = receiver(gate)
+    plugin, display = make_plugin(webhook_url=hook.url, webhook_drain_timeout=0.5, webhook_timeout=10)
+    for n in range(3):
+        plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='t%d' % n)]}))
+    start = time.time()
+    plugin.v2_playbook_on_stats(None)
+    assert time.time() - start < 3
+    gate.set()
+    assert len(display.warnings) == 1 and 'still queued' in display.warnings[0]
+
+
+# --- the recap ------------------------------------------------------------------------------------
+
+def test_recap_counts_tasks_slots_and_held_pools(make_plugin):
+    plugin, display = make_plugin()
+    plugin.clock = lambda: NOW
+    plugin.v2_runner_on_ok(task_result('web1', {'tasks': [
+        task_view('a', 'RUNNING'), task_view('b', 'RUNNING'), task_view('c', 'STOPPED'),
+        task_view('d', 'STOPPED', held_until='2030-03-17T17:50:00Z')], 'events': []}))
+    # a later result for the same task replaces the earlier one
+    plugin.v2_runner_on_ok(task_result('web1', {'task': task_view('b', 'STOPPED'), 'events': []}))
+    plugin.v2_runner_on_ok(task_result('web2', pool_result('ci', 'acme/app', ['busy', 'idle', 'free', 'starting']),
+                                       action='drover.fleet.gh_runner_slot'))
+    plugin.v2_runner_on_ok(task_result('web2', pool_result('gpu', 'acme/ml', ['free', 'free'],
+                                                           until='2030-03-17T17:56:40Z', cause='start'),
+                                       action='drover.fleet.gh_runner_slot'))
+    plugin.v2_playbook_on_stats(None)
+    lines = display.lines
+    assert lines[0] == 'BANNER DROVER FLEET RECAP'
+    web1 = [line for line in lines if line.startswith('web1 ')]
+    web2 = [line for line in lines if line.startswith('web2 ')]
+    assert len(web1) == 1 and 'tasks running=1 stopped=2 held=1' in web1[0]
+    assert 'slots' not in web1[0]
+    assert len(web2) == 1 and 'slots busy=1 idle=1 free=3 starting=1' in web2[0] and 'tasks' not in web2[0]
+    assert '    pool gpu (acme/ml) held until 2030-03-17T17:56:40Z, cause start' in lines
+    assert not any('pool ci' in line for line in lines)
+    assert not any(line.startswith('fleet hold') for line in lines)   # one host is not a fleet
+    assert display.warnings == []
+
+
+def test_recap_without_results(make_plugin):
+    plugin, display = make_plugin()
+    plugin.v2_playbook_on_stats(None)
+    assert display.lines == ['BANNER DROVER FLEET RECAP', 'no drover.fleet results in this run']
+
+
+# --- fleet-wide holds ------------------------------------------------------------------------------
+
+def held_on(plugin, host, until, owner='acme/app', pool='ci', check_mode=False):
+    plugin.v2_runner_on_ok(task_result(host, pool_result(pool, owner, ['free', 'free'], until=until,
+                                                         cause='start' if until else None),
+                                       action='drover.fleet.gh_runner_slot', check_mode=check_mode))
+
+
+def test_fleet_hold_on_two_of_three_hosts(make_plugin, tmp_path, receiver):
+    hook = receiver()
+    log = tmp_path / 'events.jsonl'
+    state = tmp_path / 'controller' / 'drover' / 'fleet-holds.json'
+    plugin, display = make_plugin(log_path=str(log), fleet_state_path=str(state), webhook_url=hook.url)
+    plugin.clock = lambda: NOW
+    held_on(plugin, 'web1', '2030-03-17T17:47:10Z')
+    held_on(plugin, 'web2', '2030-03-17T17:56:40Z')
+    held_on(plugin, 'web3', None)
+    held_on(plugin, 'web3', '2030-03-17T17:50:00Z', owner='acme/other', pool='other')   # one host only
+    plugin.v2_playbook_on_stats(None)
+
+    fleet = [e for e in read_log(str(log)) if e['event'] == 'fleet.held']
+    assert len(fleet) == 1
+    event = fleet[0]
+    assert event['repository'] == 'acme/app' and event['hosts'] == ['web1', 'web2']
+    assert event['until'] == '2030-03-17T17:56:40Z' and event['subject'] == 'repository/acme/app'
+    assert event['at'] == '2030-03-17T17:46:40Z' and event['threshold'] == 2 and event['pools'] == ['ci']
+    assert [b['event'] for ctype, b in hook.bodies] == ['fleet.held']
+    saved = json.loads(state.read_text())
+    assert saved == {'acme/app': {'until': '2030-03-17T17:56:40Z', 'hosts': ['web1', 'web2'],
+                                  'since': '2030-03-17T17:46:40Z'}}
+    assert stat.S_IMODE(os.stat(str(state)).st_mode) == 0o600
+    assert 'fleet hold: acme/app on 2 hosts (web1, web2) until 2030-03-17T17:56:40Z' in display.lines
+    assert display.warnings == []
+
+
+def test_fleet_hold_file_merges_and_drops_expired(make_plugin, tmp_path):
+    state = tmp_path / 'fleet-holds.json'
+    state.write_text(json.dumps({
+        'acme/app': {'until': '2030-03-17T17:50:00Z', 'hosts': ['web9'], 'since': '2030-03-17T17:30:00Z'},
+        'acme/gone': {'until': '2030-03-17T17:00:00Z', 'hosts': ['web1'], 'since': '2030-03-17T16:00:00Z'},
+        'acme/kept': {'until': '2030-03-17T18:00:00Z', 'hosts': ['web4'], 'since': '2030-03-17T17:00:00Z'},
+    }))
+    plugin, display = make_plugin(fleet_state_path=str(state), fleet_hold_threshold=2)
+    plugin.clock = lambda: NOW
+    held_on(plugin, 'web1', '2030-03-17T17:48:00Z')
+    held_on(plugin, 'web2', '2030-03-17T17:49:00Z')
+    plugin.v2_playbook_on_stats(None)
+    assert json.loads(state.read_text()) == {
+        'acme/app': {'until': '2030-03-17T17:50:00Z', 'hosts': ['web1', 'web2', 'web9'],
+                     'since': '2030-03-17T17:30:00Z'},
+        'acme/kept': {'until': '2030-03-17T18:00:00Z', 'hosts': ['web4'], 'since': '2030-03-17T17:00:00Z'},
+    }
+
+
+def test_no_fleet_hold_below_threshold_in_check_mode_or_expired(make_plugin, tmp_path):
+    state = tmp_path / 'fleet-holds.json'
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(fleet_state_path=str(state), log_path=str(log), fleet_hold_threshold=3)
+    plugin.clock = lambda: NOW
+    held_on(plugin, 'web1', '2030-03-17T17:48:00Z')
+    held_on(plugin, 'web2', '2030-03-17T17:48:00Z')
+    held_on(plugin, 'web3', '2030-03-17T17:48:00Z', check_mode=True)   # check mode never makes a fleet hold
+    held_on(plugin, 'web4', '2030-03-17T17:40:00Z')                     # ended before the run's end
+    plugin.v2_playbook_on_stats(None)
+    assert not state.exists()
+    assert not log.exists() or [e for e in read_log(str(log)) if e['event'] == 'fleet.held'] == []
+    assert plugin.fleet == {}
+
+
+def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):
+    state = tmp_path / 'fleet-holds.json'
+    plugin, display = make_plugin(fleet_state_path=str(state), fleet_hold_threshold=0)
+    plugin.clock = lambda: NOW
+    for host in ('web1', 'web2', 'web3'):
+        held_on(plugin, host, '2030-03-17T17:48:00Z')
+    plugin.v2_playbook_on_stats(None)
+    assert not state.exists() and plugin.fleet == {}
+
+
+def test_merge_holds_is_pure():
+    held = {'r': {'until': '2030-03-17T17:50:00Z', 'hosts': ['a', 'b'], 'pools': ['ci']}}
+    assert plugin_mod.merge_holds({}, held, NOW) == {
+        'r': {'until': '2030-03-17T17:50:00Z', 'hosts': ['a', 'b'], 'since': '2030-03-17T17:46:40Z'}}
+    assert plugin_mod.merge_holds({'x': 'junk', 'y': {'until': 'never'}}, {}, NOW) == {}
+
+
+# --- robustness ----------------------------------------------------------------------------------
+
+def test_unwritable_log_warns_once_and_never_fails(make_plugin, tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('')
+    plugin, display = make_plugin(log_path=str(blocker / 'events.jsonl'))   # a file where a directory must be
+    for n in range(3):
+        plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='t%d' % n)]}))
+    plugin.v2_playbook_on_stats(None)
+    assert len(display.warnings) == 1 and 'cannot write the event log' in display.warnings[0]
+    assert 'BANNER DROVER FLEET RECAP' in display.lines
+
+
+def test_options_come_from_the_environment(make_plugin, monkeypatch, tmp_path):
+    monkeypatch.setenv('DROVER_EVENTS_LOG_PATH', str(tmp_path / 'env.jsonl'))
+    monkeypatch.setenv('DROVER_EVENTS_FLEET_HOLD_THRESHOLD', '5')
+    plugin, display = make_plugin()
+    assert plugin.get_option('log_path') == str(tmp_path / 'env.jsonl')
+    assert plugin.get_option('fleet_hold_threshold') == 5
+    assert plugin.get_option('webhook_timeout') == 5
+    assert plugin.get_option('webhook_retries') == 3
+    assert plugin.get_option('webhook_queue_size') == 1000
+    assert plugin.get_option('webhook_max_failures') == 3
+    assert plugin.get_option('webhook_url') is None
+
+
+def test_plugin_declares_itself_a_notification_callback():
+    doc = yaml.safe_load(plugin_mod.DOCUMENTATION)
+    assert doc['name'] == 'events' and doc['type'] == 'notification'
+    cls = plugin_mod.CallbackModule
+    assert cls.CALLBACK_TYPE == 'notification' and cls.CALLBACK_NEEDS_ENABLED is True
+    assert cls.CALLBACK_VERSION == 2.0
+    for name, option in doc['options'].items():
+        assert option['ini'] == [{'section': 'callback_drover_events', 'key': name}]
+        assert option['env'] == [{'name': 'DROVER_EVENTS_%s' % name.upper()}]
+
+
+def test_check_mode_events_are_marked(make_plugin, tmp_path):
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(log_path=str(log))
+    plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running')]}, check_mode=True))
+    plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='api')]}))
+    assert [(e['task'], e.get('check_mode')) for e in read_log(str(log))] == [('web', True), ('api', None)]
