@@ -16,11 +16,19 @@ PYTEST_ARGS ?=
 .PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule docs changelog bench clean
 
 demo: setup
+	@# The runner pool's GitHub: a stand-in in the background on 127.0.0.1:18766 (stopped at the end), or with
+	@# GITHUB_TOKEN set, https://api.github.com (with DEMO_REPOSITORY=owner/name and DEMO_RUNNER_IMAGE).
+	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh start --port 18766 --token drover-demo-token --repo demo/pool; fi
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
 	@echo '--- second run: nothing to do (changed=0) ---'
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
 	@echo '--- the tasks now running on this host ---'
 	docker ps --filter label=drover.role=task --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.cluster"}}'
+	@echo '--- the runner pool demo-pool and its slots ---'
+	ANSIBLE_CALLBACK_RESULT_FORMAT=yaml $(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/pool_slots.yml
+	@echo '--- drain the runner pool, stop the stand-in (the tasks keep running) ---'
+	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/pool_drain.yml
+	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 
 test: setup changelog docs unit integration molecule sanity
 	@echo 'make test: all suites passed'
@@ -70,6 +78,7 @@ changelog: venv
 molecule: setup
 	$(VENV)/bin/molecule test -s tasks
 	$(VENV)/bin/molecule test -s netns
+	$(VENV)/bin/molecule test -s runners
 
 sanity: venv
 	VENV=$(VENV) hack/sanity.sh

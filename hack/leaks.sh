@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, netns holder container, or container of a test
-# cluster (t + 10 hex digits, and the molecule clusters), and any GPU pin in the host's default store.
+# cluster (t + 10 hex digits, and the molecule clusters), runner container of a test pool, running GitHub
+# stand-in, and any GPU pin in the host's default store.
 set -uo pipefail
 left=()
 while read -r ns _; do
@@ -21,6 +22,13 @@ while read -r name cluster; do
   [ -n "$name" ] || continue
   [[ $cluster =~ ^(t[0-9a-f]{10}x?|molecule|molnet)$ ]] && left+=("container $name (cluster $cluster)")
 done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
+while read -r name pool; do
+  [ -n "$name" ] || continue
+  [[ $pool =~ ^(p[0-9a-f]{8}(alpha|beta)?|molrun)$ ]] && left+=("runner container $name (pool $pool)")
+done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
+for pidfile in /tmp/drover-standin-*.pid; do
+  [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && left+=("GitHub stand-in running ($pidfile)")
+done
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)

@@ -7,7 +7,8 @@
 #   hack/standin.sh status --port N                                      0 when it runs and answers, else 1
 #
 # The stand-in serves http://127.0.0.1:N; its pid file and log are /tmp/drover-standin-N.pid and .log
-# (--pidfile, --log). It runs in a session of its own (setsid), so it outlives the shell that started it.
+# (--pidfile, --log); `stop` removes the log when the stand-in saw no violations. It runs in a session of
+# its own (setsid), so it outlives the shell that started it.
 # `start` is idempotent: a stand-in of this script already serving the port with the same token and
 # repositories is kept as it is (its state too); one started with other arguments is stopped and replaced.
 # Python: $DROVER_PYTHON, else the repository's .venv, else python3 (it needs requirements.txt installed,
@@ -17,7 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 action=${1:-}
 [ $# -gt 0 ] && shift
-port= token=test-token pidfile= log= repos=()
+port='' token=test-token pidfile='' log='' repos=()
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=$2; shift 2 ;;
@@ -104,6 +105,7 @@ case $action in
     args=(-m github_standin.server --port "$port" --token "$token")
     for r in "${repos[@]}"; do args+=(--repo "$r"); done
     # the child writes its own pid, then becomes the stand-in: the pid file names the server itself
+    # shellcheck disable=SC2016 # $$, $0 and $@ are the child shell's
     (
       cd "$root"
       PYTHONPATH="$root/tests/fixtures${PYTHONPATH:+:$PYTHONPATH}" \
@@ -138,6 +140,7 @@ case $action in
     rm -f "$pidfile"
     case $violations in
       '[]')
+        rm -f "$log"
         echo "standin: stopped (pid $pid); no OpenAPI violations"
         ;;
       '?')

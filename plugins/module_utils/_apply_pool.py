@@ -76,10 +76,16 @@ class PoolPass:
     # --- reading ---------------------------------------------------------------------------------
 
     def occupants(self):
-        """Slot index -> occupant, from the runner containers' labels (the engine is the truth)."""
+        """Slot index -> occupant, from the runner containers' labels (the engine is the truth). Also notes
+        every runner this host holds in any pool, so that no pool takes another's runner for an orphan."""
         out = {}
+        self.host_runner_ids = set(r['runner_id'] for r in self.store.all_slots() if r.get('runner_id'))
         for c in self.engine.list_role(ROLE):
             labels = c['labels']
+            try:
+                self.host_runner_ids.add(int(labels.get('drover.runner-id')))
+            except (TypeError, ValueError):
+                pass
             if labels.get('drover.pool') != self.spec.pool:
                 continue
             try:
@@ -162,7 +168,7 @@ class PoolPass:
         runners, ok = self._github('list runners', self.gh.runners)
         if not ok:
             return set(), False
-        ours = set(o['runner_id'] for o in occupants.values())
+        ours = set(o['runner_id'] for o in occupants.values()) | self.host_runner_ids
         prefix = host_prefix(self.spec)
         for runner in runners:
             if (runner['name'] or '').startswith(prefix) and runner['id'] not in ours:

@@ -347,6 +347,10 @@ class Store:
     def slots(self, pool):
         return dict((r['idx'], dict(r)) for r in self.db.execute('SELECT * FROM slots WHERE pool = ?', (pool,)))
 
+    def all_slots(self):
+        """Every pool's slot rows."""
+        return [dict(r) for r in self.db.execute('SELECT * FROM slots ORDER BY pool, idx')]
+
     def set_slots(self, pool, slots):
         """Replace the pool's slot rows with `slots` ({index: row}), in one transaction."""
         self._writable()

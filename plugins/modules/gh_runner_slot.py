@@ -112,7 +112,11 @@ options:
     type: int
     default: 300
   name_prefix:
-    description: The first part of every runner name, C(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>).
+    description:
+      - The first part of every runner name, C(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>).
+      - Runners whose names start with C(<prefix>-<machine-id>-) and that no slot of any pool on this host holds
+        are orphans and are deleted. Pools on one host that serve the same repository should use distinct
+        profile names, so that their runner names never meet.
     type: str
     default: drover
   machine_id:
@@ -237,7 +241,7 @@ queued:
   type: int
 events:
   description:
-    - C(runner.started), C(runner.ended) (with C(took_job), C(oom_killed)), C(runner.stopped),
+    - C(runner.started), C(runner.ended) (with C(took_job), C(oom_killed), C(exit_code)), C(runner.stopped),
       C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited).
   returned: always
   type: list

@@ -329,3 +329,22 @@ def test_slow_and_truncated_answers_decide_nothing(engine, standin, pool, pool_n
         warnings_of(r)
     time.sleep(2.5)
     assert len(pool()['started']) == 1
+
+
+def test_two_pools_on_one_host_keep_each_others_runners(engine, standin, module_runner, store_path, pool_name):
+    names = {}
+    try:
+        for profile in ('alpha', 'beta'):
+            params = dict(pool=pool_name + profile, repository=REPO, labels=['linux'], token=TOKEN,
+                          api_url=standin.url, store_path=store_path, machine_id='shared',
+                          profile=dict(name=profile, image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64))
+            names[profile] = (params, module_runner('gh_runner_slot', params)['started'][0])
+        for params, name in names.values():
+            again = module_runner('gh_runner_slot', params)
+            assert again['orphans_deleted'] == [] and again['released'] == [], again
+        for params, name in names.values():
+            assert standin.runner_by_name(name) is not None
+    finally:
+        for profile in ('alpha', 'beta'):
+            for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % (pool_name + profile)}):
+                c.remove(force=True)
