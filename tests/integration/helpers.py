@@ -21,8 +21,11 @@ def task_containers(engine, cluster):
     return sorted(out, key=lambda t: t[0])
 
 
-def all_drover_containers(engine):
-    return sorted((c.id, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.role'}))
+def all_drover_containers(engine, scope=None):
+    """(id, status) of every drover container, or of those labelled with `scope` (a `label=value`): a test
+    proves what it changed in its own cluster or pool, whatever else the host runs meanwhile."""
+    label = scope or 'drover.role'
+    return sorted((c.id, c.status) for c in engine.containers.list(all=True, filters={'label': label}))
 
 
 def store_rows(path):
@@ -37,8 +40,8 @@ def store_rows(path):
         db.close()
 
 
-def host_snapshot(engine, path):
-    return {'containers': all_drover_containers(engine), 'store': store_rows(path)}
+def host_snapshot(engine, path, scope=None):
+    return {'containers': all_drover_containers(engine, scope), 'store': store_rows(path)}
 
 
 def wait_for(predicate, timeout=20, step=0.2):
@@ -85,9 +88,9 @@ def host_links():
     return sorted((l['ifname'], l.get('address')) for l in json.loads(out))
 
 
-def net_snapshot(engine, path):
+def net_snapshot(engine, path, scope=None):
     """Everything a task network can leave behind: namespaces, host links, drover containers, store rows."""
-    snap = host_snapshot(engine, path)
+    snap = host_snapshot(engine, path, scope)
     snap['netns'] = netns_list()
     # Docker's own veth* (bridge containers of other tasks) come and go; ours are dv* and the stand-in ENIs.
     snap['links'] = [l for l in host_links() if not l[0].startswith('veth')]

@@ -231,10 +231,10 @@ def test_gpu_request_without_ledger_is_best_effort(engine, cluster, converge):
 def test_container_name_of_another_task_is_refused(engine, cluster, converge, module_runner, store_path):
     # 'web' + '-' + 'a-main' and 'web-a' + '-' + 'main' are both web-a-main.
     converge(name='web-a', containers=[container('main')])
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     r = converge(name='web', containers=[container('a-main')])
     assert r.failed and 'already used by task' in r['msg']
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 @pytest.mark.parametrize('args,words', [
@@ -254,14 +254,14 @@ def test_container_name_of_another_task_is_refused(engine, cluster, converge, mo
 ])
 def test_bad_input_changes_nothing(engine, cluster, converge, store_path, args, words):
     converge(name='keep', containers=[container('main')])
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     for check in (True, False):
         r = converge(check=check, **args)
         assert r.failed, r
         for word in words:
             assert word in r['msg'], r['msg']
         assert 'Traceback' not in r['msg']
-        assert host_snapshot(engine, store_path) == before
+        assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 def test_unreachable_engine_creates_no_store(tmp_path, module_runner):
@@ -283,11 +283,11 @@ def test_info_lists_without_changing(engine, cluster, converge, module_runner, s
     converge(name='a', containers=[container('main')])
     converge(name='b', containers=[container('main', ['sh', '-c', 'exit 4'])])
     wait_for(lambda: 'exited' in list(statuses(engine, cluster).values()))
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     every = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster))
     assert not every['changed']
     assert [(t['name'], t['last_status']) for t in every['tasks']] == [('a', 'RUNNING'), ('b', 'STOPPED')]
     assert every['tasks'][1]['containers'][0]['exit_code'] == 4
     one = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster, name='a'))
     assert [t['name'] for t in one['tasks']] == ['a']
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before

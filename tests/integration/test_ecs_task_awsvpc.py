@@ -69,7 +69,7 @@ def test_essential_exit_tears_the_network_down(engine, cluster, converge, fake_e
 
 def test_eni_missing_stops_with_network_reason_and_leaves_nothing(engine, cluster, converge, store_path):
     converge(name='keep', containers=[container('main')])
-    before = net_snapshot(engine, store_path)
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     before['store'] = {k: v for k, v in before['store'].items() if k not in ('tasks', 'events', 'sqlite_sequence')}
     mac = '02:00:c6:12:fe:01'
     r = converge(name='nonic' + cluster, network_mode='awsvpc',
@@ -77,7 +77,7 @@ def test_eni_missing_stops_with_network_reason_and_leaves_nothing(engine, cluste
                  containers=[container('main')])
     assert r['task']['last_status'] == 'STOPPED'
     assert r['task']['stopped_reason'] == 'network setup failed: nic with mac %s not found within 1s' % mac
-    after = net_snapshot(engine, store_path)
+    after = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     after['store'] = {k: v for k, v in after['store'].items() if k not in ('tasks', 'events', 'sqlite_sequence')}
     assert after == before
 
@@ -118,12 +118,12 @@ def test_changed_network_replaces_the_task(engine, cluster, converge, fake_eni):
 ])
 def test_bad_awsvpc_input_changes_nothing(engine, cluster, converge, store_path, net, words):
     converge(name='keep', containers=[container('main')])
-    before = net_snapshot(engine, store_path)
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     r = converge(name='bad', network_mode='awsvpc', awsvpc=net, containers=[container('main')])
     assert r.failed
     for word in words:
         assert word in r['msg'], r['msg']
-    assert net_snapshot(engine, store_path) == before
+    assert net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 def test_port_mappings_refused_with_awsvpc(converge, fake_eni):

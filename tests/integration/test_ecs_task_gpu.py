@@ -82,10 +82,10 @@ def test_device_request_delivery(engine, cluster, converge):
 
 def test_cdi_refused_on_this_engine(engine, cluster, converge, store_path):
     converge(name='keep', containers=[container('main')])
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     r = converge(**gpu_args(name='cdi', gpu_delivery='cdi', containers=[container('main', gpu=1)]))
     assert r.failed and 'gpu_delivery cdi needs a Docker engine with CDI support' in r['msg']
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 def test_static_discovery_needs_devices(converge):

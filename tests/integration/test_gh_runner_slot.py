@@ -277,11 +277,11 @@ def test_secrets_never_leave(engine, standin, pool, pool_name, store_path):
      ('mutually exclusive',)),
 ])
 def test_bad_input_changes_nothing(engine, standin, pool, pool_name, store_path, args, words):
-    before = (host_snapshot(engine, store_path), json.dumps(standin.state(), sort_keys=True))
+    before = (host_snapshot(engine, store_path, 'drover.pool=%s' % pool_name), json.dumps(standin.state(), sort_keys=True))
     profile = args.pop('profile', None)
     r = pool(profile=profile, **args)
     assert r.failed and all(w in r['msg'] for w in words), r.get('msg')
-    assert (host_snapshot(engine, store_path), json.dumps(standin.state(), sort_keys=True)) == before
+    assert (host_snapshot(engine, store_path, 'drover.pool=%s' % pool_name), json.dumps(standin.state(), sort_keys=True)) == before
 
 
 def _rsa_pair():

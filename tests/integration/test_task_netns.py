@@ -90,10 +90,10 @@ def test_eni_that_appears_late(netns, fake_eni, cluster):
 def test_eni_that_never_appears_leaves_nothing(engine, netns, store_path, cluster):
     mac = '02:00:c6:12:ff:fe'
     netns(name='keep' + cluster, state='absent')          # creates the store, so rows can be compared
-    before = net_snapshot(engine, store_path)
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     r = netns(name='ghost' + cluster, eni_mac=mac, address='198.18.250.2/24', wait_timeout=1)
     assert r.failed and r['msg'] == 'network setup failed: nic with mac %s not found within 1s' % mac
-    assert net_snapshot(engine, store_path) == before
+    assert net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 def test_dhcp_from_a_real_server(engine, netns, fake_eni, cluster):
@@ -167,13 +167,13 @@ def test_repair_after_the_holder_dies(engine, netns, fake_eni, cluster):
 ])
 def test_bad_input_changes_nothing(engine, netns, store_path, cluster, args, words):
     netns(name='keep' + cluster, state='absent')
-    before = net_snapshot(engine, store_path)
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     for check in (True, False):
         r = netns(check=check, name='bad' + cluster, **args)
         assert r.failed, r
         for word in words:
             assert word in r['msg'], r['msg']
-        assert net_snapshot(engine, store_path) == before
+        assert net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
 
 
 def test_store_rows_are_real_sqlite(store_path, netns, cluster):

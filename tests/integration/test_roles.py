@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+"""The roles and playbooks in real `ansible-playbook` runs on this host: drover.fleet.converge in four steps
+(check, apply, idempotent, idempotent check), a bad variable stopped by the roles' argument specs before
+anything changes, drover.fleet.reconcile reporting a killed task STOPPED, runner pools held fleet-wide and
+drained when no longer declared (against the GitHub stand-in), and the reconcile timer's units checked with
+`systemd-analyze verify`."""
+
+from __future__ import absolute_import, division, print_function
+
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from helpers import IMAGE, task_containers, wait_for
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'fixtures'))
+from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEV = os.path.join(ROOT, 'collection', 'dev')   # tests/conftest.py links the collection in there
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+RUNNER_IMAGE = 'drover.local/runner:1'
+REPO = 'octo/roles'
+RECAP = re.compile(r'^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
+
+
+def playbook(target, tmp_path, extra, env=None, check=False):
+    """Run ansible-playbook on localhost (local connection, this interpreter); return (rc, output)."""
+    run_env = dict((k, v) for k, v in os.environ.items() if not k.startswith(('DROVER_EVENTS_', 'ANSIBLE_')))
+    run_env.update(
+        ANSIBLE_COLLECTIONS_PATH=DEV,
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
+        ANSIBLE_NOCOLOR='1',
+        ANSIBLE_FORCE_COLOR='0',
+        ANSIBLE_LOCALHOST_WARNING='false',
+        # never the machine's own fleet-wide holds
+        DROVER_EVENTS_FLEET_STATE_PATH=str(tmp_path / 'controller' / 'fleet-holds.json'),
+    )
+    run_env.update(env or {})
+    command = [ANSIBLE_PLAYBOOK, '-i', 'localhost,', '-c', 'local', '-e', json.dumps(extra), target]
+    if check:
+        command.append('--check')
+    done = subprocess.run(command, cwd=str(tmp_path), env=run_env, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+def recap(output):
+    """(ok, changed, unreachable, failed) of localhost in the PLAY RECAP."""
+    found = RECAP.findall(output)
+    assert found, output[-4000:]
+    return tuple(int(n) for n in found[-1])
+
+
+@pytest.fixture
+def converge_vars(tmp_path, cluster):
+    return {
+        'drover_store_path': str(tmp_path / 'state' / 'store.db'),
+        'drover_tasks_cluster': cluster,
+        'drover_tasks': [{'name': 'sleeper', 'containers': [
+            {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16}]}],
+        'drover_pools': [],
+    }
+
+
+def test_converge_in_four_steps(engine, cluster, tmp_path, converge_vars):
+    rc, out = playbook('drover.fleet.converge', tmp_path, converge_vars, check=True)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1] > 0
+    assert task_containers(engine, cluster) == []                 # check mode started nothing
+    assert not (tmp_path / 'state').exists()                     # ... and created no store
+
+    rc, out = playbook('drover.fleet.converge', tmp_path, converge_vars)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1] > 0
+    assert '%s/sleeper: RUNNING' % cluster in out
+    assert [(name, status) for name, status, labels in task_containers(engine, cluster)] == [('sleeper-main', 'running')]
+    assert oct(os.stat(str(tmp_path / 'state')).st_mode & 0o777) == '0o700'
+
+    rc, out = playbook('drover.fleet.converge', tmp_path, converge_vars)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1:] == (0, 0, 0), out[-4000:]
+
+    rc, out = playbook('drover.fleet.converge', tmp_path, converge_vars, check=True)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1:] == (0, 0, 0), out[-4000:]
+
+
+@pytest.mark.parametrize('bad', [
+    {'drover_tasks': 'notalist'},
+    {'drover_tasks': [{'name': 'sleeper', 'contianers': []}]},
+    {'drover_pools': [{'pool': 'p1', 'scale': 'sometimes'}]},
+    {'drover_host_install_engine': 'perhaps'},
+], ids=['tasks-not-a-list', 'tasks-unknown-key', 'pools-bad-choice', 'host-not-a-bool'])
+def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converge_vars, bad):
+    extra = dict(converge_vars, **bad)
+    rc, out = playbook('drover.fleet.converge', tmp_path, extra)
+    assert rc != 0, out[-4000:]
+    assert 'Validation of arguments failed' in out, out[-4000:]
+    assert "arg spec 'validate'" in out                          # the playbook's up-front check stopped it
+    assert recap(out)[1:] == (0, 0, 1), out[-4000:]
+    assert task_containers(engine, cluster) == []
+    assert not (tmp_path / 'state').exists()                     # not even the store directory was made
+
+
+def test_reconcile_reports_a_killed_task_stopped(engine, cluster, tmp_path, converge_vars):
+    rc, out = playbook('drover.fleet.converge', tmp_path, converge_vars)
+    assert rc == 0, out[-4000:]
+    engine.containers.get('sleeper-main').kill()
+    wait_for(lambda: engine.containers.get('sleeper-main').status == 'exited')
+
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, converge_vars)
+    assert rc == 0, out[-4000:]
+    assert '%s/sleeper: STOPPED (container main exited (137))' % cluster in out, out[-4000:]
+    assert recap(out)[1] > 0
+    assert task_containers(engine, cluster) == []                # released (restart: never)
+
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, converge_vars)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1:] == (0, 0, 0), out[-4000:]              # STOPPED stays STOPPED
+    assert '%s/sleeper: STOPPED (container main exited (137))' % cluster in out
+
+
+@pytest.fixture
+def standin():
+    token = 'ghp_roles%s' % uuid.uuid4().hex
+    server = StandIn(token=token).start()
+    server.add_repo(REPO)
+    server.test_token = token
+    yield server
+    server.stop()
+    assert server.violations == [], server.violations
+
+
+@pytest.fixture
+def pool_name(engine):
+    name = 'r%s' % uuid.uuid4().hex[:8]
+    yield name
+    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
+        c.remove(force=True)
+
+
+def runners(engine, pool_name):
+    return dict((c.name, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}))
+
+
+def test_pools_held_fleet_wide_then_drained(engine, cluster, tmp_path, converge_vars, standin, pool_name):
+    engine.images.get(RUNNER_IMAGE)
+    auth = {'api_url': standin.url, 'token': standin.test_token, 'machine_id': 'mid' + pool_name}
+    pool = {'pool': pool_name, 'repository': REPO, 'labels': ['self-hosted', 'linux', 'drover'], 'warm': 1,
+            'profile': {'name': 'small', 'image': RUNNER_IMAGE, 'slots': 2, 'network_mode': 'host', 'memory': 64,
+                        'environment': {'DROVER_JOB_SECONDS': '1'}}}
+    declared = dict(converge_vars, drover_tasks=[], drover_pools=[pool], drover_pools_defaults=auth)
+    holds = tmp_path / 'controller' / 'fleet-holds.json'
+    holds.parent.mkdir()
+    until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
+    holds.write_text(json.dumps({REPO: {'until': until, 'hosts': ['h1', 'h2'], 'since': '2026-01-01T00:00:00Z'}}))
+
+    # held fleet-wide: warm 0 for this pass, no runner starts
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, declared)
+    assert rc == 0, out[-4000:]
+    assert 'pool %s serves %s, held fleet-wide until %s' % (pool_name, REPO, until) in out, out[-4000:]
+    assert 'warm 0 and scale queued' in out
+    assert runners(engine, pool_name) == {}
+    assert standin.test_token not in out
+
+    # an expired hold holds nothing: the warm runner starts
+    expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
+    holds.write_text(json.dumps({REPO: {'until': expired, 'hosts': ['h1', 'h2'], 'since': '2026-01-01T00:00:00Z'}}))
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, declared)
+    assert rc == 0, out[-4000:]
+    assert 'held fleet-wide' not in out
+    started = runners(engine, pool_name)
+    assert len(started) == 1 and list(started.values()) == ['running'], started
+    name = list(started)[0]
+    wait_for(lambda: (standin.runner_by_name(name) or {}).get('status') == 'online')
+
+    # no longer declared, and no credentials to drain it with: a clear failure, nothing changed
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[]))
+    assert rc != 0, out[-4000:]
+    assert 'holds pools that drover_pools no longer declares (%s)' % pool_name in out, out[-4000:]
+    assert runners(engine, pool_name) == {name: 'running'}
+
+    # with the credentials in drover_pools_defaults: drained
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[], drover_pools_defaults=auth))
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1] > 0
+    assert runners(engine, pool_name) == {}
+    assert standin.runner_by_name(name) is None
+    assert standin.test_token not in out
+    rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[], drover_pools_defaults=auth))
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1:] == (0, 0, 0), out[-4000:]             # the pool's record is gone
+
+
+TIMER_PLAY = '''
+- name: The reconcile timer
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: drover.fleet.reconcile_timer
+'''
+
+
+def systemd_analyze():
+    """The path of systemd-analyze, installing Debian's systemd package when it is missing; None when it
+    cannot be had."""
+    found = shutil.which('systemd-analyze')
+    if found is None and shutil.which('apt-get') and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+        subprocess.run(['apt-get', 'update', '-qq'], env=env, capture_output=True, timeout=600, check=False)
+        subprocess.run(['apt-get', 'install', '-y', '-qq', 'systemd'], env=env, capture_output=True, timeout=600,
+                       check=False)
+        found = shutil.which('systemd-analyze')
+    return found
+
+
+def test_reconcile_timer_units_pass_systemd_analyze_verify(tmp_path):
+    analyze = systemd_analyze()
+    if analyze is None:
+        pytest.skip('systemd-analyze is missing and Debian\'s systemd package could not be installed')
+    play = tmp_path / 'timer.yml'
+    play.write_text(TIMER_PLAY)
+    units = tmp_path / 'units'
+    extra = {'drover_reconcile_timer_unit_dir': str(units),
+             'drover_reconcile_timer_inventory': '/etc/drover/inventory.yml',
+             'drover_reconcile_timer_extra_args': ['--limit', 'web 1', '-e', '@/etc/drover/100%.yml'],
+             'drover_reconcile_timer_environment': {'DROVER_EVENTS_LOG_PATH': '/var/log/drover/events.jsonl'}}
+    rc, out = playbook(str(play), tmp_path, extra)
+    assert rc == 0, out[-4000:]
+    service = (units / 'drover-reconcile.service').read_text()
+    timer = (units / 'drover-reconcile.timer').read_text()
+    real = os.path.realpath(ANSIBLE_PLAYBOOK)
+    assert 'Type=oneshot' in service
+    assert ('ExecStart=%s drover.fleet.reconcile -i /etc/drover/inventory.yml --limit "web 1" -e @/etc/drover/100%%%%.yml'
+            % real) in service, service
+    assert 'Environment="ANSIBLE_CALLBACKS_ENABLED=drover.fleet.events"' in service
+    assert 'Environment="ANSIBLE_COLLECTIONS_PATH=' in service
+    assert 'Environment="DROVER_EVENTS_LOG_PATH=/var/log/drover/events.jsonl"' in service
+    for line in ('OnUnitActiveSec=60s', 'OnBootSec=2min', 'RandomizedDelaySec=10s', 'Persistent=true',
+                 'WantedBy=timers.target'):
+        assert line in timer, timer
+    done = subprocess.run([analyze, 'verify', '--man=no', str(units / 'drover-reconcile.service'),
+                           str(units / 'drover-reconcile.timer')], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr.strip() == '', done.stderr
+
+    rc, out = playbook(str(play), tmp_path, extra)
+    assert rc == 0, out[-4000:]
+    assert recap(out)[1:] == (0, 0, 0), out[-4000:]
+
+    rc, out = playbook(str(play), tmp_path, dict(extra, drover_reconcile_timer_ansible_playbook='/nonexistent/ansible-playbook'))
+    assert rc != 0 and 'No executable ansible-playbook' in out, out[-4000:]
+
+    rc, out = playbook(str(play), tmp_path, dict(extra, drover_reconcile_timer_state='absent'))
+    assert rc == 0, out[-4000:]
+    assert sorted(os.listdir(str(units))) == []
