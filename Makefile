@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule docs changelog bench clean
+.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule docs changelog lint bench clean
 
 demo: setup
 	@# The runner pool's GitHub: a stand-in in the background on 127.0.0.1:18766 (stopped at the end), or with
@@ -30,7 +30,7 @@ demo: setup
 	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/pool_drain.yml
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 
-test: setup changelog docs unit integration molecule sanity
+test: setup changelog docs lint unit integration molecule sanity
 	@echo 'make test: all suites passed'
 
 setup: venv engine hostdeps images standin-deps collection
@@ -74,6 +74,9 @@ docs: venv collection
 
 changelog: venv
 	$(VENV)/bin/antsibull-changelog lint
+
+lint: venv collection
+	$(VENV)/bin/ansible-lint --offline --nocolor roles/ playbooks/ awx/
 
 molecule: setup
 	$(VENV)/bin/molecule test -s tasks
