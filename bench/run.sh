@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# `make bench`: ecs_task against its anchors, measured side by side in one run (see bench/README.md).
-# `make bench` first runs `make setup` (venv, engine, images, collection link); run alone, this script
-# expects those and makes only the anchor venv (bench/.venv-anchor: the full `ansible` package, for
-# community.docker). Settings: BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR
-# (/tmp/drover-bench), BENCH_CALLS (1), BENCH_SETTLE (0.5); results in bench/results/latest.{json,md}.
+# `make bench`: the modules against their anchors, measured side by side in one run (see bench/README.md).
+# `make bench` first runs `make setup` (venv, engine, images, the stand-in's OpenAPI description, collection
+# link); run alone, this script expects those and makes only the anchor venv (bench/.venv-anchor: the full
+# `ansible` package, for community.docker; only when the ecs group runs). Settings: BENCH_GROUPS (ecs,
+# awsvpc, pools: all), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
+# BENCH_CALLS (1), BENCH_SETTLE (0.5), BENCH_POOLS (10), BENCH_SLOTS (4); results in
+# bench/results/latest.{json,md}. The awsvpc and pools groups need root.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
@@ -22,7 +24,11 @@ fi
 
 # The anchor venv, on the same base interpreter as the project venv, so both sides run one Python.
 REQS=$ROOT/bench/requirements-anchor.txt
-if [ ! -f "$ANCHOR/.installed" ] || [ "$REQS" -nt "$ANCHOR/.installed" ]; then
+case " ${BENCH_GROUPS:-all} " in
+  *" all "* | *ecs*) want_anchor=1 ;;
+  *) want_anchor=0 ;;
+esac
+if [ "$want_anchor" = 1 ] && { [ ! -f "$ANCHOR/.installed" ] || [ "$REQS" -nt "$ANCHOR/.installed" ]; }; then
   BASE_PY=$(readlink -f "$VENV/bin/python")
   echo "bench: making the anchor venv $ANCHOR (ansible with community.docker, docker SDK) from $BASE_PY"
   test -x "$ANCHOR/bin/python" || "$BASE_PY" -m venv "$ANCHOR"
