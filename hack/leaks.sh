@@ -27,9 +27,10 @@ while read -r name pool; do
   [[ $pool =~ ^(p[0-9a-f]{8}(alpha|beta)?|molrun)$ ]] && left+=("runner container $name (pool $pool)")
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
 # The molecule scenario's stand-in (the demo's, on 18766, is the demo's business).
-for pidfile in /tmp/drover-standin-18765.pid; do
-  [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && left+=("GitHub stand-in running ($pidfile)")
-done
+pidfile=/tmp/drover-standin-18765.pid
+if [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+  left+=("GitHub stand-in running ($pidfile)")
+fi
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)
