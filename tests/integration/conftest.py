@@ -78,3 +78,31 @@ def netns_cleanup(engine):
         if name.startswith('drover-'):
             subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
             shutil.rmtree('/etc/netns/%s' % name, ignore_errors=True)
+
+
+@pytest.fixture
+def standin(request):
+    """A GitHub stand-in (tests/fixtures/github_standin) for one test, serving the test module's REPO with
+    its TOKEN (else a fresh sentinel token, as `.test_token`); no OpenAPI violation may be left at the end."""
+    import os
+    import sys
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'fixtures')
+    if fixtures not in sys.path:
+        sys.path.insert(0, fixtures)
+    from github_standin.server import StandIn
+    token = getattr(request.module, 'TOKEN', None) or 'ghp_sentinel%s' % uuid.uuid4().hex
+    server = StandIn(token=token).start()
+    server.add_repo(getattr(request.module, 'REPO', 'octo/app'))
+    server.test_token = token
+    yield server
+    server.stop()
+    assert server.violations == [], server.violations
+
+
+@pytest.fixture
+def pool_name(engine):
+    """A runner pool of this test's own; its runner containers are removed afterwards."""
+    name = 'p%s' % uuid.uuid4().hex[:8]
+    yield name
+    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
+        c.remove(force=True)

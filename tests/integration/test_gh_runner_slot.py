@@ -24,23 +24,6 @@ REPO = 'octo/app'
 
 
 @pytest.fixture
-def standin():
-    server = StandIn(token=TOKEN).start()
-    server.add_repo(REPO)
-    yield server
-    server.stop()
-    assert server.violations == [], server.violations
-
-
-@pytest.fixture
-def pool_name(engine):
-    name = 'p%s' % uuid.uuid4().hex[:8]
-    yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
-        c.remove(force=True)
-
-
-@pytest.fixture
 def pool(module_runner, store_path, standin, pool_name):
     def run(check=False, env=None, profile=None, **args):
         params = dict(pool=pool_name, labels=['self-hosted', 'linux', 'drover'], token=TOKEN,

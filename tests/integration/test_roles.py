@@ -14,14 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-import uuid
 
 import pytest
 
 from helpers import IMAGE, task_containers, wait_for
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'fixtures'))
-from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEV = os.path.join(ROOT, 'collection', 'dev')   # tests/conftest.py links the collection in there
@@ -127,25 +124,6 @@ def test_reconcile_reports_a_killed_task_stopped(engine, cluster, tmp_path, conv
     assert rc == 0, out[-4000:]
     assert recap(out)[1:] == (0, 0, 0), out[-4000:]              # STOPPED stays STOPPED
     assert '%s/sleeper: STOPPED (container main exited (137))' % cluster in out
-
-
-@pytest.fixture
-def standin():
-    token = 'ghp_roles%s' % uuid.uuid4().hex
-    server = StandIn(token=token).start()
-    server.add_repo(REPO)
-    server.test_token = token
-    yield server
-    server.stop()
-    assert server.violations == [], server.violations
-
-
-@pytest.fixture
-def pool_name(engine):
-    name = 'p%s' % uuid.uuid4().hex[:8]
-    yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
-        c.remove(force=True)
 
 
 def runners(engine, pool_name):
