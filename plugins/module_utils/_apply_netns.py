@@ -86,10 +86,10 @@ class TaskNetwork:
 
     # --- present ---------------------------------------------------------------------------------
 
-    def present(self, spec):
+    def present(self, spec, seen=None):
         """Build or repair the netns; returns (steps done or planned, view). Raises NetError/EngineError;
         a failed fresh build leaves nothing behind."""
-        seen = self.observe(spec.task, spec.eni_mac)
+        seen = seen or self.observe(spec.task, spec.eni_mac)
         steps = plan.plan_present(spec, seen, self.allocations())
         if self.check_mode or not steps:
             return steps, self.view(spec, seen)
@@ -210,7 +210,7 @@ def converge(params, check_mode=False, diff=False):
         before_seen = work.observe(task, spec.eni_mac if spec else None)
         before = work.view(task, before_seen) if before_seen['netns_exists'] or before_seen['holder'] else None
         if state == 'present':
-            steps, view = work.present(spec)
+            steps, view = work.present(spec, before_seen)
         else:
             steps = work.absent(task)
             view = None

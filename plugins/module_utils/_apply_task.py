@@ -284,8 +284,7 @@ class Pass:
 
     @staticmethod
     def _failed_views(decl):
-        return [{'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'STOPPED',
-                 'exit_code': None, 'gpu_ids': []} for s in decl.containers]
+        return [plan_mod.declared_view(s, plan_mod.STOPPED) for s in decl.containers]
 
     def _put(self, record, now):
         if not self.check_mode:
@@ -313,8 +312,7 @@ class Pass:
         elif plan.start:
             if self.check_mode:
                 record = dict(record, containers=[
-                    {'name': s.name, 'image': s.image, 'runtime_id': None, 'last_status': 'PENDING',
-                     'exit_code': None, 'gpu_ids': self._gpus_for(decl, s)[0]} for s in decl.containers])
+                    plan_mod.declared_view(s, plan_mod.PENDING, self._gpus_for(decl, s)[0]) for s in decl.containers])
                 events.append(plan_mod.event('task.running', plan.key, now))
             else:
                 self._put(record, now)                   # PENDING: a cut-short start is found again

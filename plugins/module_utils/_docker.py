@@ -149,9 +149,7 @@ class Engine:
         try:
             self.api.inspect_image(ref)
             return True
-        except docker_errors.ImageNotFound:
-            return False
-        except docker_errors.NotFound:
+        except docker_errors.NotFound:          # ImageNotFound is one
             return False
         except Exception as exc:
             raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))

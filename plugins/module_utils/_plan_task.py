@@ -89,6 +89,12 @@ def container_view(obs, declared_image=None):
     }
 
 
+def declared_view(spec, status, gpu_ids_=()):
+    """A declared container that has no container on the engine (not started yet, or gone)."""
+    return {'name': spec.name, 'image': spec.image, 'runtime_id': None, 'last_status': status,
+            'exit_code': None, 'gpu_ids': list(gpu_ids_)}
+
+
 def gpu_ids(labels):
     """The GPU UUIDs a container was given, from its drover.gpus label."""
     return [u for u in (labels.get('drover.gpus') or '').split(',') if u]
@@ -250,9 +256,8 @@ def plan_task(decl, observed, stored, now):
             if container_status(obs) == STOPPED:
                 reason = reason_exited(spec.name, obs.get('exit_code'))
                 break
-        views = [container_view(by_name[c.name], c.image) if c.name in by_name else
-                 {'name': c.name, 'image': c.image, 'runtime_id': None, 'last_status': STOPPED,
-                  'exit_code': None, 'gpu_ids': []} for c in decl.containers]
+        views = [container_view(by_name[c.name], c.image) if c.name in by_name else declared_view(c, STOPPED)
+                 for c in decl.containers]
         if record is None or record.get('desired_status') != RUNNING or record.get('last_status') != RUNNING:
             # Adopt from labels alone: the run is what the engine shows.
             created = [o.get('created') for o in observed if o.get('created')]
