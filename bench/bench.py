@@ -173,8 +173,10 @@ MEASUREMENTS = (
     ('hand_total', 'awsvpc', 'hand_up + hand_down, summed round by round'),
     ('pools1_noop', 'pools', 'ansible-playbook: gh_runner_slot over 1 pool of %d idle runners, nothing to do' % SLOTS),
     ('pools1_hand', 'pools', 'bench/pools_by_hand.sh: 1 pool\'s listings by hand (docker ps, 2 curls)'),
-    ('pools%d_noop' % P, 'pools', 'ansible-playbook: gh_runner_slot over %d pools of %d idle runners (%d calls), '
-     'nothing to do' % (P, SLOTS, P)),
+    ('pools%d_noop' % P, 'pools', 'ansible-playbook: ONE gh_runner_slot call with `pools:` over %d pools of %d idle '
+     'runners, nothing to do' % (P, SLOTS)),
+    ('pools%d_calls' % P, 'pools', 'context: ansible-playbook, the same %d pools with one gh_runner_slot call (task) '
+     'each, nothing to do' % P),
     ('pools%d_hand' % P, 'pools', 'bench/pools_by_hand.sh: %d pools\' listings by hand (%d docker ps, %d curls)'
      % (P, P, 2 * P)),
 )
@@ -187,7 +189,7 @@ GROUP_UNITS = {
     'ecs': (('sdk',), ('ecs_cold', 'ecs_noop'), ('dc_loop',), ('ping_anchor',)),
     'awsvpc': (('awsvpc_up', 'awsvpc_down'), ('hand_up', 'hand_down')),
     # One unit: the stand-in, 1 pool then P pools converged (untimed), each measured with its anchor.
-    'pools': (('pools1_noop', 'pools1_hand', 'pools%d_noop' % P, 'pools%d_hand' % P),),
+    'pools': (('pools1_noop', 'pools1_hand', 'pools%d_noop' % P, 'pools%d_hand' % P, 'pools%d_calls' % P),),
 }
 UNITS = (('ping',),) + tuple(u for g in GROUPS for u in GROUP_UNITS[g])
 
@@ -260,6 +262,18 @@ def _pool(i, url, state='present', docker_host=None):
     return {'name': 'Pool %s' % POOL_NAMES[i], 'drover.fleet.gh_runner_slot': args}
 
 
+def _pools(indices, url, docker_host=None):
+    """One gh_runner_slot call over many pools (`pools`): the common options once, each pool's own in its entry."""
+    args = {'machine_id': POOL_MACHINE_ID, 'api_url': url, 'token': GH_TOKEN, 'store_path': POOL_STORE,
+            'labels': list(POOL_LABELS), 'scale': 'fixed', 'pools': []}
+    for i in indices:
+        one = _pool(i, url)['drover.fleet.gh_runner_slot']
+        args['pools'].append({'pool': one['pool'], 'repository': one['repository'], 'profile': one['profile']})
+    if docker_host:
+        args['docker_host'] = docker_host
+    return {'name': '%d pools in one pass' % len(indices), 'drover.fleet.gh_runner_slot': args}
+
+
 def _write(books):
     os.makedirs(os.path.join(WORK, 'playbooks'), mode=0o700, exist_ok=True)
     for name, book in books.items():
@@ -304,13 +318,17 @@ def write_pool_playbooks(url):
     proxy = 'unix://' + PROXY_SOCKET
     _write({
         'pools1.yml': _play('bench - gh_runner_slot, 1 pool', [_pool(0, url)]),
-        'pools%d.yml' % P: _play('bench - gh_runner_slot, %d pools' % P, [_pool(i, url) for i in range(P)]),
+        'pools%d.yml' % P: _play('bench - gh_runner_slot, %d pools in one call' % P, [_pools(range(P), url)]),
+        'pools%d_calls.yml' % P: _play('bench - gh_runner_slot, %d pools, one call each' % P,
+                                       [_pool(i, url) for i in range(P)]),
         'pools_absent.yml': _play('bench - gh_runner_slot, every pool drained, busy runners killed',
                                   [_pool(i, url, 'absent') for i in range(P)]),
         'pools1_counted.yml': _play('bench - gh_runner_slot, 1 pool, through the counting proxy',
                                     [_pool(0, url, docker_host=proxy)]),
-        'pools%d_counted.yml' % P: _play('bench - gh_runner_slot, %d pools, through the counting proxy' % P,
-                                         [_pool(i, url, docker_host=proxy) for i in range(P)]),
+        'pools%d_counted.yml' % P: _play('bench - gh_runner_slot, %d pools in one call, through the counting proxy'
+                                         % P, [_pools(range(P), url, docker_host=proxy)]),
+        'pools%d_calls_counted.yml' % P: _play('bench - gh_runner_slot, %d pools, one call each, through the counting '
+                                               'proxy' % P, [_pool(i, url, docker_host=proxy) for i in range(P)]),
     })
 
 
@@ -827,6 +845,10 @@ def pools_unit(runner, tag, hand_first, got, got_extra, counted=None):
             ]
             if hand_first:
                 steps.reverse()
+            if n == P:
+                steps.append(('pools%d_calls' % n, lambda n=n: runner.playbook(
+                    '%s-pools%d-calls' % (tag, n), 'project',
+                    'pools%d_calls_counted.yml' % n if counted else 'pools%d_calls.yml' % n, changed=False)))
             for name, fn in steps:
                 mark = gh.mark()
                 if counted:
@@ -904,7 +926,7 @@ def run_unit(runner, unit, tag, samples, extra, round_index):
 
 def unit_names(unit, round_index):
     if unit == GROUP_UNITS['pools'][0] and round_index % 2 == 1:
-        return [unit[1], unit[0], unit[3], unit[2]]
+        return [unit[1], unit[0], unit[3], unit[2], unit[4]]
     return list(unit)
 
 
@@ -984,7 +1006,7 @@ def count_calls(runner):
             time.sleep(0.2)          # the last bytes of a closing connection
             snap = proxy.snapshot()
             out[name] = _summary(snap)
-            if name in ('ecs_noop', 'pools1_noop'):
+            if name in ('ecs_noop', 'pools1_noop', 'pools%d_noop' % P):
                 out[name]['calls'] = ['%s %s' % (m, t) for dummy, m, t in snap['calls']]
             log('calls %s: %d (%s)' % (name, out[name]['total'], ', '.join(
                 '%s x%d' % kv for kv in out[name]['by_endpoint'].items())))
@@ -1055,6 +1077,9 @@ RATIOS = (
     ('pools%d_over_anchor' % P, 'pools', 'no-op pass, %d pools / (their listings by hand + ping run)' % P, 2.0,
      ('pools%d_noop' % P, 'pools%d_hand' % P, 'ping'),
      lambda s: s['pools%d_noop' % P] / (s['pools%d_hand' % P] + s['ping'])),
+    ('pools%d_calls_over_anchor' % P, 'pools', 'context: %d pools, one call each / (their listings by hand + ping run)'
+     % P, None, ('pools%d_calls' % P, 'pools%d_hand' % P, 'ping'),
+     lambda s: s['pools%d_calls' % P] / (s['pools%d_hand' % P] + s['ping'])),
 )
 
 

@@ -35,7 +35,9 @@ description:
   - A repository (the pool's C(owner)) whose pools are held on at least O(fleet_hold_threshold) hosts at the
     end of one run is held fleet-wide. One C(fleet.held) event is written for it, and the controller-side
     state file O(fleet_state_path) records it until the latest of those holds ends, for the reconcile
-    playbook to hold the repository on every host.
+    playbook to hold the repository on every host (C(drover.fleet.gh_runner_slot)'s O(drover.fleet.gh_runner_slot#module:hold_until)).
+    A pool held only by that fleet-wide hold (cause C(fleet)) counts as held in the recap but makes no new
+    fleet-wide hold.
 author:
   - drover.fleet contributors (@drover)
 requirements:
@@ -274,14 +276,16 @@ def pool_summary(view, check_mode):
 
 def fleet_holds(pools_by_host, threshold, now):
     """Pure: {repository: {'hosts', 'pools', 'until'}} for each repository whose pools are held (a hold
-    that ends after `now`, outside check mode) on at least `threshold` hosts; `until` is the latest end."""
+    that ends after `now`, outside check mode) on at least `threshold` hosts; `until` is the latest end. A
+    hold whose cause is `fleet` is the fleet-wide hold passed back to the host: it makes no new one."""
     if threshold is None or threshold < 1:
         return {}
     by_repo = {}
     for host, pools in pools_by_host.items():
         for name, pool in pools.items():
             until = parse_iso(pool.get('until'))
-            if pool.get('check_mode') or not pool.get('owner') or until is None or until <= now:
+            if pool.get('check_mode') or not pool.get('owner') or until is None or until <= now \
+                    or pool.get('cause') == 'fleet':
                 continue
             entry = by_repo.setdefault(pool['owner'], {'hosts': set(), 'pools': set(), 'until': until})
             entry['hosts'].add(host)

@@ -24,7 +24,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine
 from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
-from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import host_prefix, owner_of, pool_spec, runner_name
+from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
+    declarations, host_prefix, owner_of, pool_spec, runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = 'runner'
@@ -54,8 +55,9 @@ def _epoch(ts):
 
 
 class PoolPass:
-    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir):
+    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing):
         self.spec = spec
+        self.listing = listing      # the engine's runner containers, listed once per call
         self.engine = engine
         self.store = store
         self.gh = gh
@@ -79,8 +81,9 @@ class PoolPass:
         """Slot index -> occupant, from the runner containers' labels (the engine is the truth). Also notes
         every runner this host holds in any pool, so that no pool takes another's runner for an orphan."""
         out = {}
+        # Read per pool: a pool passed earlier in the same call may have started runners of this host.
         self.host_runner_ids = set(r['runner_id'] for r in self.store.all_slots() if r.get('runner_id'))
-        for c in self.engine.list_role(ROLE):
+        for c in self.listing:
             labels = c['labels']
             try:
                 self.host_runner_ids.add(int(labels.get('drover.runner-id')))
@@ -298,52 +301,115 @@ class PoolPass:
             self.store.add_event(dict(ev, subject=ev.get('subject', 'pool/%s' % self.spec.pool)))
 
 
-def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
-    """The gh_runner_slot module's one call. Returns the result dict; raises TaskFailure."""
+def _client(spec, params, where, github_factory):
     try:
-        spec = pool_spec(params, params.get('machine_id') or machine_id())
+        return github_factory(spec.api_url, spec.auth, repository=spec.repository, organization=spec.organization,
+                              timeout=params.get('github_timeout') or 15)
+    except Exception as exc:  # pylint: disable=broad-except
+        raise TaskFailure('%sGitHub auth: %s' % (where, str(exc)[:300] or exc.__class__.__name__))
+
+
+def _declared(params, github_factory):
+    """Each declared pool checked, with its GitHub client: [(where, spec, params, gh)]. Raises TaskFailure
+    before the host is touched."""
+    out = []
+    mid = params.get('machine_id') or machine_id()
+    try:
+        for where, decl in declarations(params):
+            prefix = '%s: ' % where if where else ''
+            try:
+                spec = pool_spec(decl, decl.get('machine_id') or mid)
+            except SpecError as exc:
+                raise TaskFailure('%s%s' % (prefix, exc))
+            _distinct_names(spec, where, out)
+            out.append((prefix, spec, decl, _client(spec, decl, prefix, github_factory)))
     except SpecError as exc:
         raise TaskFailure(str(exc))
-    try:
-        gh = github_factory(spec.api_url, spec.auth, repository=spec.repository, organization=spec.organization,
-                            timeout=params.get('github_timeout') or 15)
-    except Exception as exc:  # pylint: disable=broad-except
-        raise TaskFailure('GitHub auth: %s' % (str(exc)[:300] or exc.__class__.__name__))
+    return out
+
+
+def _distinct_names(spec, where, earlier):
+    """Runner names are <prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>: two pools of one call with the
+    same profile name would start containers of the same name in the same second."""
+    if spec.profile is None:
+        return
+    for other_where, other, _, _ in earlier:
+        if other.profile is not None and host_prefix(other) == host_prefix(spec) \
+                and other.profile.name == spec.profile.name:
+            raise SpecError('%s: profile.name %s is also the profile of %s; runner names '
+                            '(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>) of one host\'s pools must differ'
+                            % (where, spec.profile.name, other_where.rstrip(': ')))
+
+
+def _purged(params, store, listing, declared, github_factory):
+    """The pools this host holds (in its store, or only as runner containers) that a `pools` call with purge
+    no longer declares: drained, with the call's own options (GitHub address and credentials) and the owner
+    the store or the containers' labels recorded."""
+    names = set(spec.pool for _, spec, _, _ in declared)
+    owners = dict((c['labels'].get('drover.pool'), c['labels'].get('drover.repository')) for c in listing
+                  if c['labels'].get('drover.pool'))
+    owners.update((row['pool'], row['owner']) for row in store.pools())
+    out = []
+    mid = params.get('machine_id') or machine_id()
+    for name in sorted(set(owners) - names):
+        where = 'purge: pool %s, which this host holds and pools no longer declares, is drained; ' % name
+        decl = dict((k, v) for k, v in params.items() if k not in ('pools', 'purge', 'profile', 'labels'))
+        owner = owners[name] or ''
+        decl.update(pool=name, state='absent', hold_until=None,
+                    repository=owner if '/' in owner else None, organization=None if '/' in owner else owner)
+        try:
+            spec = pool_spec(decl, mid)
+        except SpecError as exc:
+            raise TaskFailure('%s%s' % (where, exc))
+        out.append((where, spec, decl, _client(spec, decl, where, github_factory)))
+    return out
+
+
+def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir):
+    """One pool's pass over a shared engine listing: the pool's result (with `changed` and `warnings`)."""
+    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing)
+    before_hold = dict(work.state)
+    occupants = work.occupants()
+    vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
+                if idx not in occupants]
+    work.collect_finished(occupants, vanished)                 # 1. collect finished
+    busy_ids, listed = work.list_runners(occupants)            # 2. list runners, delete orphans
+    queued = work.queued() if listed else None                  # 3. queued jobs
+    decided = plan_mod.plan(spec, occupants, busy_ids, queued, work.state, now, listing_ok=listed)  # 4. plan
+    if decided.reason and not listed:
+        work.warnings.append('pool %s: %s' % (spec.pool, decided.reason))
+    for idx in decided.kill:                                    # 5. apply
+        work.stop(occupants, idx, kill=True)
+    for idx in decided.stop:
+        work.stop(occupants, idx, kill=False)
+    for idx in decided.start:
+        if not work.start(occupants, idx):
+            break
+    work.save(occupants)
+    return {
+        'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted
+                        or work.state != before_hold),
+        'pool': {'name': spec.pool, 'owner': owner_of(spec), 'slots': work.slot_views(occupants),
+                 'hold': plan_mod.hold_view(work.state, spec, now)},
+        'started': work.started, 'stopped': work.stopped, 'released': work.released,
+        'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
+        'warnings': work.warnings,
+    }
+
+
+def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
+    """The gh_runner_slot module's one call: one pass over `pool`, or over every pool of `pools` (one engine
+    listing, one store and one host lock for all of them). Returns the result dict; raises TaskFailure."""
+    declared = _declared(params, github_factory)
     engine, store, lock = open_host(params, check_mode)
     try:
+        listing = engine.list_role(ROLE)
+        if params.get('pools') is not None and params.get('purge'):
+            declared = declared + _purged(params, store, listing, declared, github_factory)
         now = clock()
-        work = PoolPass(spec, engine, store, gh, check_mode, now,
-                        os.path.join(os.path.dirname(params['store_path']) or '.', 'jit'))
-        before_hold = dict(work.state)
-        occupants = work.occupants()
-        vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
-                    if idx not in occupants]
-        work.collect_finished(occupants, vanished)                 # 1. collect finished
-        busy_ids, listed = work.list_runners(occupants)            # 2. list runners, delete orphans
-        queued = work.queued() if listed else None                  # 3. queued jobs
-        decided = plan_mod.plan(spec, occupants, busy_ids, queued, work.state, now, listing_ok=listed)  # 4. plan
-        if decided.reason and not listed:
-            work.warnings.append('pool %s: %s' % (spec.pool, decided.reason))
-        for idx in decided.kill:                                    # 5. apply
-            work.stop(occupants, idx, kill=True)
-        for idx in decided.stop:
-            work.stop(occupants, idx, kill=False)
-        for idx in decided.start:
-            if not work.start(occupants, idx):
-                break
-        work.save(occupants)
-        changed = bool(work.started or work.stopped or work.released or work.orphans_deleted
-                       or work.state != before_hold)
-        hold = {'until': iso(work.state.get('hold_until')) if plan_mod.held(work.state, now) else None,
-                'cause': work.state.get('hold_cause') if plan_mod.held(work.state, now) else None,
-                'failures': work.state.get('failures') or 0, 'idle_exits': work.state.get('idle_exits') or 0}
-        return {
-            'changed': changed,
-            'pool': {'name': spec.pool, 'owner': owner_of(spec), 'slots': work.slot_views(occupants), 'hold': hold},
-            'started': work.started, 'stopped': work.stopped, 'released': work.released,
-            'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
-            'warnings': work.warnings,
-        }
+        jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
+        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir)
+                   for _, spec, _, gh in declared]
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:
@@ -351,6 +417,17 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         if lock:
             lock.release()
         engine.close()
+    if params.get('pools') is None:
+        return results[0]
+    out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': []}
+    for key in ('started', 'stopped', 'released', 'orphans_deleted'):
+        out[key] = [name for r in results for name in r[key]]
+    for r in results:
+        out['pools'].append(dict(r['pool'], changed=r['changed'], queued=r['queued'],
+                                 **dict((k, r[k]) for k in ('started', 'stopped', 'released', 'orphans_deleted'))))
+        out['events'].extend(r['events'])
+        out['warnings'].extend(r['warnings'])
+    return out
 
 
 def info(params):

@@ -23,6 +23,7 @@ CAUSE_NO_JOB = 'no job'
 CAUSE_IDLE_EXITS = 'idle exits'
 CAUSE_REGISTER = 'register'
 CAUSE_START = 'start'
+CAUSE_FLEET = 'fleet'
 
 
 def fresh_state():
@@ -32,6 +33,23 @@ def fresh_state():
 def held(state, now):
     until = state.get('hold_until')
     return until is not None and now < until
+
+
+def fleet_held(spec, now):
+    """Whether a hold from outside the host (the pool's `hold_until`, a fleet-wide hold) has not ended."""
+    until = getattr(spec, 'hold_until', None)
+    return until is not None and now < until
+
+
+def hold_view(state, spec, now):
+    """The pool's hold as the module reports it: the later of its own and the fleet's (cause `fleet`)."""
+    own = state.get('hold_until') if held(state, now) else None
+    fleet = spec.hold_until if fleet_held(spec, now) else None
+    until, cause = own, state.get('hold_cause') if own is not None else None
+    if fleet is not None and (own is None or fleet > own):
+        until, cause = fleet, CAUSE_FLEET
+    return {'until': iso(until), 'cause': cause, 'failures': state.get('failures') or 0,
+            'idle_exits': state.get('idle_exits') or 0}
 
 
 def event(kind, pool, now, **data):
@@ -124,8 +142,9 @@ def plan(spec, occupants, busy_ids, queued, state, now, listing_ok=True):
         waited = sorted((i for i in idle if now - (occupants[i].get('started_at') or now) >= spec.idle_timeout),
                         key=lambda i: occupants[i].get('started_at') or 0)
         out.stop = waited[:max(0, len(idle) - wanted_idle)]
-    if held(state, now):
-        out.reason = 'held until %s (%s)' % (iso(state['hold_until']), state.get('hold_cause'))
+    if held(state, now) or fleet_held(spec, now):
+        view = hold_view(state, spec, now)
+        out.reason = 'held until %s (%s)' % (view['until'], view['cause'])
         return out
     out.start = free[:new]
     return out

@@ -12,8 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import collections
 import re
+import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
@@ -26,8 +28,16 @@ DEFAULT_API_URL = 'https://api.github.com'
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'))
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
-    'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id'))
+    'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id',
+    'hold_until'))
 Auth = collections.namedtuple('Auth', ('token', 'app_id', 'app_private_key', 'installation_id'))
+
+
+# The options one pool of a `pools` list may set; the call's own options are the default of each.
+POOL_KEYS = frozenset((
+    'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'warm', 'scale', 'idle_timeout',
+    'name_prefix', 'machine_id', 'work_folder', 'state', 'kill_busy', 'hold_until', 'api_url', 'token', 'app_id',
+    'app_private_key', 'installation_id', 'github_timeout'))
 
 
 def owner_of(spec):
@@ -74,6 +84,46 @@ def _profile(raw):
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())))
 
 
+def parse_utc(value, field):
+    """A UTC time written YYYY-MM-DDTHH:MM:SSZ (as the events callback writes it) to epoch seconds."""
+    if value is None or value == '':
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(str(value), '%Y-%m-%dT%H:%M:%SZ')))
+    except ValueError:
+        raise SpecError('%s must be a UTC time written YYYY-MM-DDTHH:MM:SSZ, got %r' % (field, value))
+
+
+def declarations(params):
+    """The pools one call declares, as (where, params) pairs: the call itself when it names one `pool`; else
+    each entry of `pools` over the call's own options (an entry's value wins). Raises SpecError."""
+    entries = params.get('pools')
+    if entries is None:
+        return [('', params)]
+    if params.get('pool') is not None:
+        raise SpecError('pool and pools are mutually exclusive: name one pool, or list them in pools')
+    if not isinstance(entries, list):
+        raise SpecError('pools must be a list of pool declarations')
+    out, seen = [], set()
+    for index, entry in enumerate(entries):
+        where = 'pools[%d]' % index
+        if not isinstance(entry, dict):
+            raise SpecError('%s must be a mapping (a pool declaration), got %r' % (where, type(entry).__name__))
+        unknown = sorted(set(entry) - POOL_KEYS)
+        if unknown:
+            raise SpecError('%s has unsupported keys: %s' % (where, ', '.join(unknown)))
+        merged = dict((k, v) for k, v in params.items() if k not in ('pools', 'purge'))
+        merged.update((k, v) for k, v in entry.items() if v is not None)
+        name = merged.get('pool')
+        if isinstance(name, str):
+            where = '%s (pool %s)' % (where, name)
+        if isinstance(name, str) and name in seen:
+            raise SpecError('%s: the pool is declared more than once' % where)
+        seen.add(name if isinstance(name, str) else None)
+        out.append((where, merged))
+    return out
+
+
 def pool_spec(params, machine_id):
     """The module's parameters, checked."""
     pool = check_name(params.get('pool'), 'pool')
@@ -96,7 +146,9 @@ def pool_spec(params, machine_id):
         raise SpecError('labels must be non-empty strings without commas')
     if len(labels) > 100:
         raise SpecError('labels may name at most 100 labels')
-    profile = _profile(params.get('profile') or {}) if state == 'present' or params.get('profile') else None
+    if state == 'present' and not params.get('profile'):
+        raise SpecError('profile is required with state present: name, image and slots of the runner containers')
+    profile = _profile(params.get('profile')) if state == 'present' or params.get('profile') else None
     slots = profile.slots if profile else 0
     warm = params.get('warm')
     warm = 1 if warm is None else warm
@@ -131,4 +183,5 @@ def pool_spec(params, machine_id):
         runner_group_id=group, profile=profile, slots=slots, warm=warm, scale=params.get('scale') or 'queued',
         idle_timeout=idle_timeout, name_prefix=prefix, work_folder=params.get('work_folder') or '_work',
         state=state, kill_busy=bool(params.get('kill_busy')), api_url=api_url,
-        auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id)
+        auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id,
+        hold_until=parse_utc(params.get('hold_until'), 'hold_until'))

@@ -30,6 +30,10 @@ description:
     an event. The runner image must read it from there.
   - A listing that cannot be read (a 5xx, a timeout, a rate limit) decides nothing; after a rate limit no
     request is sent until its reset.
+  - "One call may also pass over many pools: O(pools) lists their declarations, and the call's own options are
+    the default of each. The pools share one engine listing, one store and one host lock, so a pass over many
+    pools costs about one module run. With O(purge), pools this host holds that O(pools) no longer declares
+    are drained in the same pass."
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
@@ -51,9 +55,31 @@ attributes:
       - With nothing queued and nothing ended, a second pass changes nothing.
 options:
   pool:
-    description: The pool's name, unique on the host.
+    description: The pool's name, unique on the host. Exactly one of O(pool) and O(pools) is given.
     type: str
-    required: true
+  pools:
+    description:
+      - Many pools in one pass, each a mapping of this module's pool options (O(pool), O(repository) or
+        O(organization), O(labels), O(profile), O(warm), O(scale), O(state), O(hold_until), O(token), ...).
+      - An option an entry leaves out takes the call's own value; an error in any entry fails the call
+        before anything changes, and the message names the entry (C(pools[2] (pool x)...)).
+      - A pool whose GitHub listing cannot be read decides nothing, as in a one-pool pass; the others go on.
+    type: list
+    elements: dict
+  purge:
+    description:
+      - With O(pools), drain the pools that this host holds (in its store, or as runner containers only) and
+        that O(pools) does not declare, as O(state=absent) does, with the call's own GitHub options and
+        O(kill_busy). A pool with busy runners is drained again by the next pass.
+    type: bool
+    default: false
+  hold_until:
+    description:
+      - A hold from outside this host, as a UTC time C(YYYY-MM-DDTHH:MM:SSZ) (the fleet-wide holds that the
+        C(drover.fleet.events) callback keeps, passed on by C(drover.fleet.reconcile)). Until then the pool
+        starts no runner, as if held; it is reported as RV(pool.hold) with C(cause=fleet) while it is the later
+        hold. It is not stored and changes no streak; a time in the past holds nothing.
+    type: str
   repository:
     description: The repository the pool serves, as C(owner/name). Mutually exclusive with O(organization).
     type: str
@@ -115,8 +141,8 @@ options:
     description:
       - The first part of every runner name, C(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>).
       - Runners whose names start with C(<prefix>-<machine-id>-) and that no slot of any pool on this host holds
-        are orphans and are deleted. Pools on one host that serve the same repository should use distinct
-        profile names, so that their runner names never meet.
+        are orphans and are deleted. Pools on one host should use distinct profile names, so that their
+        runner (and container) names never meet; a call with O(pools) refuses two pools with the same one.
     type: str
     default: drover
   machine_id:
@@ -188,6 +214,20 @@ EXAMPLES = r'''
     app_private_key: "{{ vault_app_key }}"
     profile: {name: large, image: registry.example.com/actions-runner:2.321, slots: 4}
 
+- name: Every pool of the host in one pass; pools no longer listed are drained
+  drover.fleet.gh_runner_slot:
+    token: "{{ vault_github_token }}"
+    labels: [self-hosted, linux]
+    pools:
+      - pool: app-ci
+        repository: example/app
+        profile: {name: small, image: registry.example.com/actions-runner:2.321, slots: 2}
+      - pool: docs-ci
+        repository: example/docs
+        scale: fixed
+        profile: {name: tiny, image: registry.example.com/actions-runner:2.321, slots: 1}
+    purge: true
+
 - name: Drain a pool; busy runners finish first
   drover.fleet.gh_runner_slot:
     pool: app-ci
@@ -199,7 +239,7 @@ EXAMPLES = r'''
 RETURN = r'''
 pool:
   description: The pool after the pass.
-  returned: always
+  returned: when O(pool) is given
   type: dict
   contains:
     name:
@@ -213,8 +253,17 @@ pool:
       type: list
       elements: dict
     hold:
-      description: C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
+      description:
+        - C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
+        - C(cause) is V(fleet) while O(hold_until) is the later hold.
       type: dict
+pools:
+  description:
+    - With O(pools), each pool after the pass (the declared ones in order, then the purged ones), in the shape
+      of RV(pool), with its own C(changed), C(queued), C(started), C(stopped), C(released) and C(orphans_deleted).
+  returned: when O(pools) is given
+  type: list
+  elements: dict
 started:
   description: Names of the runners started.
   returned: always
@@ -237,7 +286,7 @@ orphans_deleted:
   elements: str
 queued:
   description: Queued jobs that match the pool (null when the listing could not be read).
-  returned: always
+  returned: when O(pool) is given
   type: int
 events:
   description:
@@ -258,7 +307,10 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFail
 
 def main():
     argument_spec = dict(
-        pool=dict(type='str', required=True),
+        pool=dict(type='str'),
+        pools=dict(type='list', elements='dict'),
+        purge=dict(type='bool', default=False),
+        hold_until=dict(type='str'),
         repository=dict(type='str'),
         organization=dict(type='str'),
         labels=dict(type='list', elements='str'),
@@ -290,11 +342,15 @@ def main():
     argument_spec.update(host_args())
     module = AnsibleModule(
         argument_spec=argument_spec,
-        mutually_exclusive=[('repository', 'organization'), ('token', 'app_id'), ('token', 'app_private_key')],
-        required_one_of=[('repository', 'organization')],
-        required_if=[('state', 'present', ('labels', 'profile'))],
+        mutually_exclusive=[('pool', 'pools'), ('repository', 'organization'), ('token', 'app_id'),
+                            ('token', 'app_private_key')],
+        required_one_of=[('pool', 'pools')],
         supports_check_mode=True,
     )
+    for entry in module.params.get('pools') or []:
+        for key in ('token', 'app_private_key'):
+            if isinstance(entry, dict) and entry.get(key):
+                module.no_log_values.add(str(entry[key]))
     require_docker(module)
     if not HAS_GITHUB:
         module.fail_json(msg=missing_required_lib('PyGithub'), exception=GITHUB_IMPORT_ERROR)

@@ -142,12 +142,14 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
     holds.write_text(json.dumps({REPO: {'until': until, 'hosts': ['h1', 'h2'], 'since': '2026-01-01T00:00:00Z'}}))
 
-    # held fleet-wide: warm 0 for this pass, no runner starts
+    # held fleet-wide: no runner starts, and the pool reports the fleet's hold
     rc, out = playbook('drover.fleet.reconcile', tmp_path, declared)
     assert rc == 0, out[-4000:]
     assert 'pool %s serves %s, held fleet-wide until %s' % (pool_name, REPO, until) in out, out[-4000:]
-    assert 'warm 0 and scale queued' in out
+    assert 'no runner starts for it until then' in out
+    assert 'pool %s (%s): busy=0 idle=0 starting=0 free=2, held until %s (fleet)' % (pool_name, REPO, until) in out
     assert runners(engine, pool_name) == {}
+    assert [r for r in standin.requests if r['method'] == 'POST' and '/_standin/' not in r['path']] == []
     assert standin.test_token not in out
 
     # an expired hold holds nothing: the warm runner starts
@@ -164,7 +166,8 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     # no longer declared, and no credentials to drain it with: a clear failure, nothing changed
     rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[]))
     assert rc != 0, out[-4000:]
-    assert 'holds pools that drover_pools no longer declares (%s)' % pool_name in out, out[-4000:]
+    assert ('purge: pool %s, which this host holds and pools no longer declares, is drained; GitHub auth: give token'
+            % pool_name) in out, out[-4000:]
     assert runners(engine, pool_name) == {name: 'running'}
 
     # with the credentials in drover_pools_defaults: drained

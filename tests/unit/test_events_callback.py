@@ -375,9 +375,9 @@ def test_recap_without_results(make_plugin):
 
 # --- fleet-wide holds ------------------------------------------------------------------------------
 
-def held_on(plugin, host, until, owner='acme/app', pool='ci', check_mode=False):
+def held_on(plugin, host, until, owner='acme/app', pool='ci', check_mode=False, cause='start'):
     plugin.v2_runner_on_ok(task_result(host, pool_result(pool, owner, ['free', 'free'], until=until,
-                                                         cause='start' if until else None),
+                                                         cause=cause if until else None),
                                        action='drover.fleet.gh_runner_slot', check_mode=check_mode))
 
 
@@ -440,6 +440,21 @@ def test_no_fleet_hold_below_threshold_in_check_mode_or_expired(make_plugin, tmp
     assert not state.exists()
     assert not log.exists() or [e for e in read_log(str(log)) if e['event'] == 'fleet.held'] == []
     assert plugin.fleet == {}
+
+
+def test_the_fleet_hold_passed_back_to_hosts_makes_no_new_one(make_plugin, tmp_path):
+    # The reconcile playbook passes a fleet-wide hold on as hold_until: the pools report it with cause
+    # `fleet`. It shows in the recap, but must not announce (or prolong) a fleet-wide hold by itself.
+    state = tmp_path / 'fleet-holds.json'
+    log = tmp_path / 'events.jsonl'
+    plugin, display = make_plugin(fleet_state_path=str(state), log_path=str(log), fleet_hold_threshold=2)
+    plugin.clock = lambda: NOW
+    for host in ('web1', 'web2', 'web3'):
+        held_on(plugin, host, '2030-03-17T17:58:00Z', cause='fleet')
+    plugin.v2_playbook_on_stats(None)
+    assert not state.exists() and plugin.fleet == {}
+    assert not log.exists() or [e for e in read_log(str(log)) if e['event'] == 'fleet.held'] == []
+    assert '    pool ci (acme/app) held until 2030-03-17T17:58:00Z, cause fleet' in display.lines
 
 
 def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):

@@ -142,3 +142,64 @@ def test_bad_pools(kw, words):
     with pytest.raises(SpecError) as err:
         spec(**kw)
     assert all(w in str(err.value) for w in words), str(err.value)
+
+
+# --- holds from outside the host (hold_until) and many pools in one call (pools) --------------------------
+
+def test_hold_until_starts_nothing_until_it_ends():
+    until = '2027-01-15T08:00:00Z'
+    held = spec(hold_until=until, scale='fixed')
+    assert held.hold_until == T0
+    before = p.plan(held, {}, set(), 0, p.fresh_state(), held.hold_until - 1)
+    assert before.start == [] and before.reason == 'held until %s (fleet)' % until
+    after = p.plan(held, {}, set(), 0, p.fresh_state(), held.hold_until)
+    assert after.start == [0, 1, 2, 3] and after.reason is None
+
+
+def test_hold_view_reports_the_later_hold_and_keeps_the_streaks():
+    own = dict(p.fresh_state(), failures=2, hold_until=T0 + 60, hold_cause=p.CAUSE_NO_JOB)
+    later = spec(hold_until=p.iso(T0 + 600))
+    assert p.hold_view(own, later, T0) == {'until': p.iso(T0 + 600), 'cause': 'fleet', 'failures': 2, 'idle_exits': 0}
+    earlier = spec(hold_until=p.iso(T0 + 10))
+    assert p.hold_view(own, earlier, T0) == {'until': p.iso(T0 + 60), 'cause': 'no job', 'failures': 2,
+                                             'idle_exits': 0}
+    assert p.hold_view(p.fresh_state(), spec(), T0)['until'] is None
+    # A fleet hold that ended holds nothing; the pool's own streak is untouched by it.
+    gone = p.plan(spec(hold_until=p.iso(T0 - 1)), {}, set(), 0, p.fresh_state(), T0)
+    assert gone.start == [0] and gone.reason is None
+
+
+@pytest.mark.parametrize('value', ['2027-01-15', '2027-01-15T08:00:00+01:00', 'tomorrow', 17])
+def test_hold_until_must_be_a_utc_time(value):
+    from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+    with pytest.raises(SpecError) as err:
+        spec(hold_until=value)
+    assert 'hold_until must be a UTC time written YYYY-MM-DDTHH:MM:SSZ' in str(err.value)
+
+
+def test_declarations_merge_each_entry_over_the_call():
+    from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import declarations
+    call = {'pool': None, 'token': 't', 'labels': ['self-hosted'], 'warm': 1, 'state': 'present',
+            'purge': True, 'pools': [{'pool': 'a', 'repository': 'o/a'},
+                                     {'pool': 'b', 'organization': 'o', 'warm': 0, 'labels': None}]}
+    (wa, a), (wb, b) = declarations(call)
+    assert (wa, wb) == ('pools[0] (pool a)', 'pools[1] (pool b)')
+    assert (a['pool'], a['repository'], a['warm'], a['token'], a['labels']) == ('a', 'o/a', 1, 't', ['self-hosted'])
+    # None in an entry means "not given": the call's value stays.
+    assert (b['pool'], b['organization'], b['warm'], b['labels']) == ('b', 'o', 0, ['self-hosted'])
+    assert 'pools' not in a and 'purge' not in a
+    assert declarations({'pool': 'x', 'pools': None}) == [('', {'pool': 'x', 'pools': None})]
+
+
+@pytest.mark.parametrize('call,words', [
+    ({'pool': 'x', 'pools': []}, ('pool and pools are mutually exclusive',)),
+    ({'pools': [{'pool': 'a'}, {'pool': 'a'}]}, ('pools[1] (pool a): the pool is declared more than once',)),
+    ({'pools': [{'pool': 'a', 'colour': 'red'}]}, ('pools[0]', 'unsupported keys: colour')),
+    ({'pools': ['a']}, ('pools[0] must be a mapping',)),
+])
+def test_bad_declarations(call, words):
+    from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import declarations
+    from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+    with pytest.raises(SpecError) as err:
+        declarations(call)
+    assert all(w in str(err.value) for w in words), str(err.value)
