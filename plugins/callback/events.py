@@ -31,7 +31,9 @@ description:
     is printed and no further event is sent in this run. A broken log or webhook never fails the playbook.
   - At the end of the run it prints a recap per host, with the tasks running, stopped and held (from the
     C(task) and C(tasks) results), the runner slots busy, idle, free and starting (from the C(pool) and
-    C(pools) results), and the pools held, with the time their hold ends.
+    C(pools) results), and the pools held, with the time their hold ends. Under each host, one line per task
+    run that stopped in this run (C(task.stopped)), with its reason and what became of the task (running
+    again, held back, stays stopped), and one per runner that ended (C(runner.ended)).
   - A repository (the pool's C(owner)) whose pools are held on at least O(fleet_hold_threshold) hosts at the
     end of one run is held fleet-wide. One C(fleet.held) event is written for it, and the controller-side
     state file O(fleet_state_path) records it until the latest of those holds ends, for the reconcile
@@ -274,6 +276,23 @@ def pool_summary(view, check_mode):
             'check_mode': check_mode}
 
 
+def ended_line(event):
+    """Pure: what the recap says of an event that ends something (a task's run, a runner), as
+    (kind, key, text); None for other events. The recap adds what became of a task after its stop."""
+    kind = event.get('event')
+    if kind == 'task.stopped':
+        key = (to_text(event.get('cluster')), to_text(event.get('task')))
+        return ('task', key, 'task %s/%s stopped: %s' % (key[0], key[1], to_text(event.get('reason') or '?')))
+    if kind == 'runner.ended':
+        took = event.get('took_job')
+        how = 'took a job' if took else ('without a job' if took is False else 'no log')
+        if event.get('oom_killed'):
+            how += ', OOM-killed'
+        return ('runner', None, 'runner %s of pool %s ended (%s)' % (
+            to_text(event.get('runner_name')), to_text(event.get('pool')), how))
+    return None
+
+
 def fleet_holds(pools_by_host, threshold, now):
     """Pure: {repository: {'hosts', 'pools', 'until'}} for each repository whose pools are held (a hold
     that ends after `now`, outside check mode) on at least `threshold` hosts; `until` is the latest end. A
@@ -481,7 +500,7 @@ class CallbackModule(CallbackBase):
         self._warn_webhook()
 
     def _host(self, name):
-        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0})
+        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': []})
 
     def _collect(self, result):
         data = getattr(result, 'result', None)
@@ -522,6 +541,10 @@ class CallbackModule(CallbackBase):
                     event['check_mode'] = True
                 events.append(event)
                 host['events'] += 1
+                if not check_mode:
+                    ended = ended_line(event)
+                    if ended:
+                        host['ended'].append(ended)
         self._emit(events)
 
     # -- where events go --
@@ -666,6 +689,12 @@ class CallbackModule(CallbackBase):
             if rec['hidden']:
                 words.append('hidden by no_log=%d' % rec['hidden'])
             lines.append('%-26s : %s' % (name, '  '.join(words)))
+            for kind, key, text in rec['ended']:
+                if kind == 'task':
+                    now = rec['tasks'].get(key)
+                    text += {'running': ', running again', 'held': ', held back', 'stopped': ', stays stopped'}.get(
+                        now, '')
+                lines.append('    %s' % text)
             for pool_name in sorted(rec['pools']):
                 pool = rec['pools'][pool_name]
                 if pool['until']:

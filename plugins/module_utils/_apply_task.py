@@ -298,7 +298,10 @@ class Pass:
         if not self.check_mode:
             for obs in plan.remove:
                 self.engine.remove(obs['id'])
-        ending = plan.remove or plan.delete or (not plan.start and record['last_status'] == plan_mod.STOPPED)
+        # A run ends here (its network, pins and credentials go, before a new run builds its own) when
+        # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
+        ending = plan.remove or plan.delete or (not plan.start and record['last_status'] == plan_mod.STOPPED) \
+            or any(ev['event'] == 'task.stopped' for ev in plan.events)
         if ending:
             if self._teardown_network(decl):
                 changed = True

@@ -128,7 +128,9 @@ def _stop(record, reason, now, restart, containers, stop_reason_given=False):
         started = rec.get('started_at')
         stable = started is not None and now - started >= STABLE_RUN
         rec['streak'] = 1 if stable else (rec.get('streak') or 0) + 1
-        rec['hold_until'] = now + backoff(rec['streak'])
+        # The first stop of a streak runs again at once; a task that keeps stopping is held back before its
+        # next run: 30 s before the second, doubling up to 600 s.
+        rec['hold_until'] = now + backoff(rec['streak'] - 1) if rec['streak'] > 1 else None
     else:
         rec['hold_until'] = None
     return rec
@@ -170,6 +172,14 @@ def _new_run(plan, decl, record, now, keep_streak):
     plan.record = rec
     plan.write = True
     plan.changed = True
+
+
+def _restart_now(plan, decl, stopped, now):
+    """A run that just stopped, whose restart policy runs it again and that is not held: the next run
+    starts in the same pass (the stopped run is reported first; its containers go before the new ones)."""
+    restarts = decl.restart == 'always' or (decl.restart == 'on-failure' and failed(stopped.get('stopped_reason')))
+    if restarts and stopped.get('hold_until') is None:
+        _new_run(plan, decl, stopped, now, keep_streak=True)
 
 
 def _finish(plan, stored):
@@ -280,6 +290,7 @@ def plan_task(decl, observed, stored, now):
         plan.record = record
         plan.changed = True
         plan.write = True
+        _restart_now(plan, decl, record, now)
         return plan
 
     # Nothing of the task on the engine.
@@ -299,6 +310,7 @@ def plan_task(decl, observed, stored, now):
         plan.record = record
         plan.changed = True
         plan.write = True
+        _restart_now(plan, decl, record, now)
         return plan
     # STOPPED, still wanted running: the restart policy decides.
     reason = record.get('stopped_reason')

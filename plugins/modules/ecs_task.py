@@ -20,8 +20,9 @@ description:
   - A task goes C(PENDING) -> C(RUNNING) -> C(STOPPED) and never back; running it again is a new run.
     When an essential container exits, the whole task stops with the reason
     C(container <name> exited (<code>)) and its containers are removed; the exit codes are kept.
-  - Whether a stopped task runs again is its O(restart) policy. A task that keeps stopping is held back
-    before each new run, 30 s after the first stop, doubling up to 600 s.
+  - Whether a stopped task runs again is its O(restart) policy. The first stop of a streak runs again at
+    once, in the same pass that reports it; a task that keeps stopping is held back before each further
+    run, 30 s before the second, doubling up to 600 s.
   - Every container carries the labels C(drover.role=task), C(drover.task), C(drover.container),
     C(drover.cluster), C(drover.spec-hash) and C(drover.essential), enough to find the task again after
     the engine restarts or the store is lost. Containers without C(drover.role) are never touched.
@@ -200,8 +201,9 @@ options:
       - V(on-failure) runs it again after it stopped for any reason other than an essential container
         exiting with code 0.
       - V(always) runs it again whenever it stopped by itself (a service of one).
-      - A new run waits for the hold of the task's streak of stops (30, 60, 120, 240, 480, then 600 s). A run
-        that lasted 600 s or more before it stopped starts a new streak.
+      - The first stop of a streak runs again at once, in the same pass. After that, a new run waits for the
+        hold of the task's streak of stops (30 s before the second run, then 60, 120, 240, 480, then 600 s). A
+        run that lasted 600 s or more before it stopped starts a new streak.
     type: str
     choices: [never, on-failure, always]
     default: never

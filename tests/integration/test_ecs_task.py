@@ -113,13 +113,25 @@ def test_non_essential_exit_keeps_the_task(engine, cluster, converge):
         ('main', 'RUNNING', None), ('once', 'STOPPED', 0)]
 
 
-def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store_path):
-    args = dict(name='svc', restart='always', containers=[container('main', ['sh', '-c', 'exit 1'])])
-    converge(**args)
+def test_restart_always_runs_again_at_once_then_is_held(engine, cluster, converge, store_path):
+    args = dict(name='svc', restart='always', containers=[container('main', ['sh', '-c', 'sleep 1; exit 1'])])
+    first_id = converge(**args)['task']['containers'][0]['runtime_id']
     wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
+    # The first stop: reported, and the next run started in the same pass (the old container gone).
     r = converge(**args)
-    assert [e['event'] for e in r['events']] == ['task.stopped', 'task.held']
-    assert r['task']['streak'] == 1 and r['task']['held_until']
+    assert [e['event'] for e in r['events']] == ['task.stopped', 'task.running'], r['events']
+    assert r['events'][0]['reason'] == 'container main exited (1)'
+    assert r['task']['last_status'] == 'RUNNING' and r['task']['streak'] == 1 and r['task']['held_until'] is None
+    second_id = r['task']['containers'][0]['runtime_id']
+    assert second_id != first_id
+    assert [c.id for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster})] == \
+        [second_id]
+    wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
+    # It keeps stopping: held back 30 s before its next run.
+    second = converge(**args)
+    assert [e['event'] for e in second['events']] == ['task.stopped', 'task.held']
+    assert second['task']['streak'] == 2 and second['task']['held_until'] and second['task']['last_status'] == 'STOPPED'
+    assert task_containers(engine, cluster) == []
     held = converge(**args)
     assert not held['changed'] and task_containers(engine, cluster) == []
     # Let the hold run out (a real store row, as a later converge would find it).
@@ -129,11 +141,7 @@ def test_restart_always_is_held_then_runs_again(engine, cluster, converge, store
     db.close()
     again = converge(**args)
     assert again['changed'] and [e['event'] for e in again['events']] == ['task.running']
-    assert again['task']['streak'] == 1
-    wait_for(lambda: list(statuses(engine, cluster).values()) == ['exited'])
-    second = converge(**args)
-    assert second['task']['streak'] == 2
-    assert second['events'][1]['event'] == 'task.held'
+    assert again['task']['streak'] == 2
 
 
 def test_on_failure_does_not_rerun_a_clean_exit(engine, cluster, converge):

@@ -367,6 +367,37 @@ def test_recap_counts_tasks_slots_and_held_pools(make_plugin):
     assert display.warnings == []
 
 
+def test_recap_says_what_ended_and_what_became_of_it(make_plugin):
+    plugin, display = make_plugin()
+    plugin.clock = lambda: NOW
+    plugin.v2_runner_on_ok(task_result('web1', {'tasks': [
+        task_view('web', 'RUNNING'), task_view('batch', 'STOPPED'), task_view('svc', 'STOPPED', '2030-03-17T17:50:00Z')],
+        'events': [task_event('task.stopped', task='web', reason='container httpd exited (137)'),
+                   task_event('task.running', task='web'),
+                   task_event('task.stopped', task='batch', reason='container main exited (0)'),
+                   task_event('task.stopped', task='svc', reason='container main exited (1)')]}))
+    plugin.v2_runner_on_ok(task_result('web1', pool_result('ci', 'acme/app', ['idle'], events=[
+        {'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': 'ci', 'subject': 'pool/ci',
+         'runner_name': 'drover-abc-small-1-1', 'took_job': True, 'oom_killed': False},
+        {'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': 'ci', 'subject': 'pool/ci',
+         'runner_name': 'drover-abc-small-2-1', 'took_job': False, 'oom_killed': True}]),
+        action='drover.fleet.gh_runner_slot'))
+    # check mode reports what would happen: it ends nothing
+    plugin.v2_runner_on_ok(task_result('web2', {'tasks': [task_view('x', 'STOPPED')], 'events': [
+        task_event('task.stopped', task='x', reason='Task stopped')]}, check_mode=True))
+    plugin.v2_playbook_on_stats(None)
+    lines = display.lines
+    at = lines.index([line for line in lines if line.startswith('web1 ')][0])
+    assert lines[at + 1:at + 6] == [
+        '    task prod/web stopped: container httpd exited (137), running again',
+        '    task prod/batch stopped: container main exited (0), stays stopped',
+        '    task prod/svc stopped: container main exited (1), held back',
+        '    runner drover-abc-small-1-1 of pool ci ended (took a job)',
+        '    runner drover-abc-small-2-1 of pool ci ended (without a job, OOM-killed)',
+    ]
+    assert not any('prod/x stopped' in line for line in lines)
+
+
 def test_recap_without_results(make_plugin):
     plugin, display = make_plugin()
     plugin.v2_playbook_on_stats(None)

@@ -102,7 +102,7 @@ def test_on_failure_does_not_restart_a_clean_exit():
     assert not run(d, [], stopped, T0 + 10000).start
 
 
-def test_always_holds_with_backoff_then_restarts():
+def test_always_restarts_at_once_then_holds_with_backoff():
     d = decl(restart='always')
     now = T0
     stored = None
@@ -110,15 +110,24 @@ def test_always_holds_with_backoff_then_restarts():
     for attempt in range(8):
         stop = run(d, both(d, main='exited', code=1), stored, now)
         rec = stop.record
+        if attempt == 0:
+            # The first stop of a streak: reported, and the next run starts in the same pass.
+            assert [e['event'] for e in stop.events] == ['task.stopped']
+            assert stop.start and stop.changed and [o['id'] for o in stop.remove] == ['id-main', 'id-side']
+            assert rec['streak'] == 1 and rec['hold_until'] is None and rec['last_status'] == 'PENDING'
+            holds.append(0)
+            now += 1
+            stored = settle(d, stop, now)
+            continue
         holds.append(rec['hold_until'] - now)
-        assert [e['event'] for e in stop.events] == ['task.stopped', 'task.held']
+        assert [e['event'] for e in stop.events] == ['task.stopped', 'task.held'] and not stop.start
         held = run(d, [], rec, now + holds[-1] - 1)
         assert not held.start and not held.changed
         again = run(d, [], rec, now + holds[-1])
         assert again.start and again.record['streak'] == rec['streak']
         now = now + holds[-1] + 1
         stored = settle(d, again, now)
-    assert attempt == 7 and holds == [30, 60, 120, 240, 480, 600, 600, 600]
+    assert attempt == 7 and holds == [0, 30, 60, 120, 240, 480, 600, 600]
 
 
 def test_a_long_run_starts_a_new_streak():
@@ -126,10 +135,10 @@ def test_a_long_run_starts_a_new_streak():
     stored = {'cluster': 'default', 'name': 'web', 'spec_hash': d.spec_hash, 'desired_status': 'RUNNING',
               'last_status': 'RUNNING', 'stopped_reason': None, 'restart': 'always', 'started_at': T0,
               'stopped_at': None, 'streak': 5, 'hold_until': None, 'containers': []}
-    rec = run(d, both(d, main='exited', code=1), stored, T0 + 601).record
-    assert rec['streak'] == 1 and rec['hold_until'] == T0 + 601 + 30
-    rec = run(d, both(d, main='exited', code=1), stored, T0 + 20).record
-    assert rec['streak'] == 6 and rec['hold_until'] == T0 + 20 + 600
+    plan = run(d, both(d, main='exited', code=1), stored, T0 + 601)
+    assert plan.record['streak'] == 1 and plan.record['hold_until'] is None and plan.start
+    plan = run(d, both(d, main='exited', code=1), stored, T0 + 20)
+    assert plan.record['streak'] == 6 and plan.record['hold_until'] == T0 + 20 + 480 and not plan.start
 
 
 def test_changed_spec_replaces_containers_and_resets_streak():
@@ -155,9 +164,13 @@ def test_vanished_containers_are_reported():
     d = decl(restart='on-failure')
     stored = dict(run(d, [], None).record, last_status='RUNNING')
     plan = run(d, [], stored, T0 + 9)
-    assert plan.changed and not plan.start
-    assert plan.record['stopped_reason'] == p.EXITED_UNSEEN
-    assert plan.record['hold_until'] == T0 + 9 + 30
+    assert plan.changed and plan.start and [e['event'] for e in plan.events] == ['task.stopped']
+    assert plan.events[0]['reason'] == p.EXITED_UNSEEN and plan.record['streak'] == 1
+    again = run(d, [], dict(stored, streak=1, started_at=T0 + 8), T0 + 9)
+    assert not again.start and again.record['stopped_reason'] == p.EXITED_UNSEEN
+    assert again.record['hold_until'] == T0 + 9 + 30
+    never = run(decl(), [], dict(stored, restart='never'), T0 + 9)
+    assert not never.start and never.record['stopped_reason'] == p.EXITED_UNSEEN and never.record['hold_until'] is None
 
 
 def test_missing_essential_container_stops_the_task():
@@ -212,7 +225,9 @@ def test_failed_start_record():
     d = decl(restart='on-failure')
     pending = run(d, [], None).record
     rec = p.stopped_record(pending, p.reason_pull('boom'), T0, d.restart, [])
-    assert rec['stopped_reason'] == 'image pull failed: boom' and rec['streak'] == 1 and rec['hold_until'] == T0 + 30
+    assert rec['stopped_reason'] == 'image pull failed: boom' and rec['streak'] == 1 and rec['hold_until'] is None
+    second = p.stopped_record(dict(pending, streak=1), p.reason_pull('boom'), T0, d.restart, [])
+    assert second['streak'] == 2 and second['hold_until'] == T0 + 30
     never = p.stopped_record(pending, p.reason_start('x'), T0, 'never', [])
     assert never['hold_until'] is None
 
