@@ -13,24 +13,39 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule docs changelog lint bench clean
+.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy docs changelog lint bench clean
+
+DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
+DEMO_DIR := /tmp/drover-demo
+# The events callback for every demo run: its event log and its fleet-wide holds in DEMO_DIR.
+DEMO_ENV := ANSIBLE_CALLBACKS_ENABLED=drover.fleet.events DROVER_EVENTS_LOG_PATH=$(DEMO_DIR)/events.jsonl \
+	DROVER_EVENTS_FLEET_STATE_PATH=$(DEMO_DIR)/fleet-holds.json
 
 demo: setup
 	@# The runner pool's GitHub: a stand-in in the background on 127.0.0.1:18766 (stopped at the end), or with
 	@# GITHUB_TOKEN set, https://api.github.com (with DEMO_REPOSITORY=owner/name and DEMO_RUNNER_IMAGE).
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh start --port 18766 --token drover-demo-token --repo demo/pool; fi
-	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
-	@echo '--- second run: nothing to do (changed=0) ---'
-	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/demo.yml
-	@echo '--- the tasks now running on this host ---'
-	docker ps --filter label=drover.role=task --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.cluster"}}'
-	@echo '--- the runner pool demo-pool and its slots ---'
-	ANSIBLE_CALLBACK_RESULT_FORMAT=yaml $(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/pool_slots.yml
-	@echo '--- drain the runner pool, stop the stand-in (the tasks keep running) ---'
-	$(VENV)/bin/ansible-playbook -i examples/inventory.ini examples/pool_drain.yml
+	hack/demo-eni.sh up
+	@echo '--- converge examples/inventory.yml: the task hosts and the runner hosts (this machine is both) ---'
+	$(DEMO_ENV) $(DEMO) drover.fleet.converge
+	@echo '--- converge again: nothing to do (changed=0) ---'
+	$(DEMO_ENV) $(DEMO) drover.fleet.converge
+	@echo '--- the containers of the demo tasks on this host ---'
+	docker ps --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.task"}}'
+	@echo '--- inside the tasks, and the runner pool demo-pool and its slots ---'
+	ANSIBLE_CALLBACK_RESULT_FORMAT=yaml $(DEMO) examples/show.yml
+	@echo '--- the web task dies: kill its container, then one reconcile pass reaps and restarts it ---'
+	docker kill demo-web-httpd
+	$(DEMO_ENV) $(DEMO) drover.fleet.reconcile
+	@echo '--- the events the reconcile pass logged ($(DEMO_DIR)/events.jsonl) ---'
+	tail -n 2 $(DEMO_DIR)/events.jsonl
+	@echo '--- tear the demo down: nothing declared any more, so the tasks are purged and the pool drained ---'
+	$(DEMO_ENV) $(DEMO) drover.fleet.reconcile -e '{"drover_tasks": [], "drover_pools": []}'
+	hack/demo-eni.sh down
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 
-test: setup changelog docs lint unit integration molecule sanity
+test: setup changelog docs lint unit integration molecule galaxy sanity
 	@echo 'make test: all suites passed'
 
 setup: venv engine hostdeps images standin-deps collection
@@ -82,6 +97,11 @@ molecule: setup
 	$(VENV)/bin/molecule test -s tasks
 	$(VENV)/bin/molecule test -s netns
 	$(VENV)/bin/molecule test -s runners
+	$(VENV)/bin/molecule test -s reconcile
+
+# ansible-galaxy collection build + install, and the installed collection's playbooks run by their FQCN
+galaxy: setup
+	VENV=$(VENV) hack/galaxy-check.sh
 
 sanity: venv
 	VENV=$(VENV) hack/sanity.sh

@@ -20,17 +20,19 @@ while read -r name cluster; do
 done < <(docker ps -a --filter label=drover.role=netns-holder --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|molecule|molnet)$ ]] && left+=("container $name (cluster $cluster)")
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
 done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name pool; do
   [ -n "$name" ] || continue
-  [[ $pool =~ ^(p[0-9a-f]{8}(alpha|beta)?|molrun)$ ]] && left+=("runner container $name (pool $pool)")
+  [[ $pool =~ ^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|molrun|molrec)$ ]] && left+=("runner container $name (pool $pool)")
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
-# The molecule scenario's stand-in (the demo's, on 18766, is the demo's business).
-pidfile=/tmp/drover-standin-18765.pid
-if [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  left+=("GitHub stand-in running ($pidfile)")
-fi
+# The molecule scenarios' stand-ins (the demo's, on 18766, is the demo's business).
+for port in 18764 18765; do
+  pidfile=/tmp/drover-standin-$port.pid
+  if [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    left+=("GitHub stand-in running ($pidfile)")
+  fi
+done
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)

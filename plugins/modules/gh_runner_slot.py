@@ -298,6 +298,7 @@ events:
 '''
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge
@@ -305,39 +306,67 @@ from ansible_collections.drover.fleet.plugins.module_utils._github import HAS_GI
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 
 
+# The options of one pool, as `pool` takes them and as each entry of `pools` may (no defaults here: an option
+# an entry leaves out takes the call's own value).
+POOL_OPTIONS = dict(
+    pool=dict(type='str'),
+    hold_until=dict(type='str'),
+    repository=dict(type='str'),
+    organization=dict(type='str'),
+    labels=dict(type='list', elements='str'),
+    runner_group_id=dict(type='int'),
+    profile=dict(type='dict', options=dict(
+        name=dict(type='str', required=True),
+        image=dict(type='str', required=True),
+        cpus=dict(type='float'),
+        memory=dict(type='int'),
+        slots=dict(type='int', required=True),
+        network_mode=dict(type='str', choices=['bridge', 'host', 'none'], default='bridge'),
+        environment=dict(type='dict'),
+    )),
+    warm=dict(type='int'),
+    scale=dict(type='str', choices=['queued', 'fixed']),
+    idle_timeout=dict(type='int'),
+    name_prefix=dict(type='str'),
+    machine_id=dict(type='str'),
+    work_folder=dict(type='str'),
+    state=dict(type='str', choices=['present', 'absent']),
+    kill_busy=dict(type='bool'),
+    api_url=dict(type='str'),
+    token=dict(type='str', no_log=True),
+    app_id=dict(type='int'),
+    app_private_key=dict(type='str', no_log=True),
+    installation_id=dict(type='int'),
+    github_timeout=dict(type='int'),
+)
+DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
+                state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
+
+
+def check_pools(module):
+    """Each entry of `pools` checked and converted as the module's own options are; fails naming the entry."""
+    validator = ArgumentSpecValidator(POOL_OPTIONS)
+    checked = []
+    for index, entry in enumerate(module.params.get('pools') or []):
+        if not isinstance(entry, dict):
+            module.fail_json(msg='pools[%d] must be a mapping (a pool declaration)' % index)
+        result = validator.validate(entry)
+        module.no_log_values.update(result._no_log_values)
+        if result.error_messages:
+            where = 'pools[%d]%s' % (index, ' (pool %s)' % entry['pool'] if isinstance(entry.get('pool'), str) else '')
+            errors = ['unsupported keys: %s' % ', '.join(sorted(result.unsupported_parameters))
+                      if msg.endswith('.') and 'Supported parameters include' in msg else msg
+                      for msg in result.error_messages]
+            module.fail_json(msg='%s: %s' % (where, '; '.join(errors)))
+        checked.append(dict((k, v) for k, v in result.validated_parameters.items() if v is not None))
+    module.params['pools'] = checked if module.params.get('pools') is not None else None
+
+
 def main():
-    argument_spec = dict(
-        pool=dict(type='str'),
+    argument_spec = dict((k, dict(v, default=DEFAULTS[k]) if k in DEFAULTS else v) for k, v in POOL_OPTIONS.items())
+    argument_spec.update(
         pools=dict(type='list', elements='dict'),
         purge=dict(type='bool', default=False),
-        hold_until=dict(type='str'),
-        repository=dict(type='str'),
-        organization=dict(type='str'),
-        labels=dict(type='list', elements='str'),
-        runner_group_id=dict(type='int', default=1),
-        profile=dict(type='dict', options=dict(
-            name=dict(type='str', required=True),
-            image=dict(type='str', required=True),
-            cpus=dict(type='float'),
-            memory=dict(type='int'),
-            slots=dict(type='int', required=True),
-            network_mode=dict(type='str', choices=['bridge', 'host', 'none'], default='bridge'),
-            environment=dict(type='dict'),
-        )),
-        warm=dict(type='int', default=1),
-        scale=dict(type='str', choices=['queued', 'fixed'], default='queued'),
-        idle_timeout=dict(type='int', default=300),
-        name_prefix=dict(type='str', default='drover'),
-        machine_id=dict(type='str'),
-        work_folder=dict(type='str', default='_work'),
-        state=dict(type='str', choices=['present', 'absent'], default='present'),
-        kill_busy=dict(type='bool', default=False),
-        api_url=dict(type='str', default='https://api.github.com'),
-        token=dict(type='str', no_log=True),
-        app_id=dict(type='int'),
-        app_private_key=dict(type='str', no_log=True),
-        installation_id=dict(type='int'),
-        github_timeout=dict(type='int', default=15),
     )
     argument_spec.update(host_args())
     module = AnsibleModule(
@@ -347,10 +376,7 @@ def main():
         required_one_of=[('pool', 'pools')],
         supports_check_mode=True,
     )
-    for entry in module.params.get('pools') or []:
-        for key in ('token', 'app_private_key'):
-            if isinstance(entry, dict) and entry.get(key):
-                module.no_log_values.add(str(entry[key]))
+    check_pools(module)
     require_docker(module)
     if not HAS_GITHUB:
         module.fail_json(msg=missing_required_lib('PyGithub'), exception=GITHUB_IMPORT_ERROR)

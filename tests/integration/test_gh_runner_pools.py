@@ -130,7 +130,9 @@ def test_hold_until_holds_the_pool_and_is_not_stored(engine, standin, pools, poo
     ({'labels': []}, ('pools[1] (pool ', 'b): labels must name at least one label',)),
     ({'repository': 'noowner'}, ('pools[1] (pool ', "b): repository must be owner/name, got 'noowner'")),
     ({'hold_until': 'tomorrow'}, ('pools[1] (pool ', 'b): hold_until must be a UTC time')),
-    ({'slots': 3}, ('pools[1]', 'unsupported keys: slots')),
+    ({'slots': 3}, ('pools[1] (pool ', 'b): unsupported keys: slots')),
+    ({'scale': 'sometimes'}, ('pools[1] (pool ', 'b): value of scale must be one of: queued, fixed, got: sometimes')),
+    ({'warm': 'many'}, ('pools[1] (pool ', "b): argument 'warm' is of type", 'int')),
     ({'profile': {'name': 'smalla', 'image': RUNNER_IMAGE, 'slots': 1}},
      ('pools[1] (pool ', 'b): profile.name smalla is also the profile of pools[0] (pool ', 'a); runner names')),
 ])
@@ -150,3 +152,12 @@ def test_a_token_given_in_an_entry_never_leaves(engine, standin, pools, pool_nam
     assert TOKEN not in json.dumps(r)
     missing = pools([('a', {'repository': REPO})], token=None)
     assert missing.failed and missing['msg'].startswith('pools[0] (pool %sa): GitHub auth' % pool_name)
+
+
+def test_entries_are_converted_as_the_module_options_are(engine, standin, pools, pool_name):
+    # Values that come out of templates as strings are taken as a one-pool call takes them.
+    r = pools([('a', {'repository': REPO, 'warm': '0', 'kill_busy': 'no',
+                      'profile': {'name': 'conv', 'image': RUNNER_IMAGE, 'slots': '2', 'memory': '64',
+                                  'network_mode': 'host'}})])
+    assert not r.failed and r['started'] == [], r.get('msg')
+    assert [s['state'] for s in r['pools'][0]['slots']] == ['free', 'free']
