@@ -333,7 +333,7 @@ def _distinct_names(spec, where, earlier):
     same profile name would start containers of the same name in the same second."""
     if spec.profile is None:
         return
-    for other_where, other, _, _ in earlier:
+    for other_where, other, dummy, dummy in earlier:
         if other.profile is not None and host_prefix(other) == host_prefix(spec) \
                 and other.profile.name == spec.profile.name:
             raise SpecError('%s: profile.name %s is also the profile of %s; runner names '
@@ -345,7 +345,7 @@ def _purged(params, store, listing, declared, github_factory):
     """The pools this host holds (in its store, or only as runner containers) that a `pools` call with purge
     no longer declares: drained, with the call's own options (GitHub address and credentials) and the owner
     the store or the containers' labels recorded."""
-    names = set(spec.pool for _, spec, _, _ in declared)
+    names = set(entry[1].pool for entry in declared)
     owners = dict((c['labels'].get('drover.pool'), c['labels'].get('drover.repository')) for c in listing
                   if c['labels'].get('drover.pool'))
     owners.update((row['pool'], row['owner']) for row in store.pools())
@@ -409,7 +409,7 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
         results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir)
-                   for _, spec, _, gh in declared]
+                   for dummy, spec, dummy, gh in declared]
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:

@@ -62,9 +62,9 @@ def posts_and_deletes(standin):
 
 
 def test_many_pools_one_pass_one_listing(engine, standin, pools, pool_name, tmp_path):
-    entries = [('a', {'repository': REPO}), ('b', {'repository': OTHER, 'scale': 'fixed', 'labels': ['gpu'],
-                                                    'profile': {'name': 'big', 'image': RUNNER_IMAGE, 'slots': 2,
-                                                                'network_mode': 'host', 'memory': 64}})]
+    big = {'name': 'big', 'image': RUNNER_IMAGE, 'slots': 2, 'network_mode': 'host', 'memory': 64}
+    entries = [('a', {'repository': REPO}),
+               ('b', {'repository': OTHER, 'scale': 'fixed', 'labels': ['gpu'], 'profile': big})]
     first = pools(entries)
     assert first['changed'], warnings_of(first)
     assert [p['name'] for p in first['pools']] == [pool_name + 'a', pool_name + 'b']
@@ -81,14 +81,14 @@ def test_many_pools_one_pass_one_listing(engine, standin, pools, pool_name, tmp_
     try:
         del standin.requests[:]
         second = pools(entries, docker_host='unix://%s' % proxy.listen)
-        calls = [(m, t.split('?')[0]) for _, m, t in proxy.snapshot()['calls']]
+        calls = [(m, t.split('?')[0]) for dummy, m, t in proxy.snapshot()['calls']]
     finally:
         proxy.stop()
     assert not second['changed'], second
     assert [[s['state'] for s in p['slots']] for p in second['pools']] == [['idle'], ['idle', 'idle']]
     listings = [c for c in calls if c[1].endswith('/containers/json')]
     assert len(listings) == 1, calls
-    assert all(m == 'GET' for m, _ in calls), calls
+    assert all(m == 'GET' for m, dummy in calls), calls
     assert posts_and_deletes(standin) == []
     runner_listings = [r['path'] for r in standin.calls(method='GET') if r['path'].endswith('/actions/runners')]
     assert sorted(runner_listings) == ['/repos/%s/actions/runners' % REPO, '/repos/%s/actions/runners' % OTHER]

@@ -243,3 +243,39 @@ def test_reconcile_timer_units_pass_systemd_analyze_verify(tmp_path):
     rc, out = playbook(str(play), tmp_path, dict(extra, drover_reconcile_timer_state='absent'))
     assert rc == 0, out[-4000:]
     assert sorted(os.listdir(str(units))) == []
+
+
+CREDENTIALS_PLAY = '''
+- name: The host with the credentials endpoint
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: drover.fleet.host
+'''
+
+
+def test_host_installs_the_credentials_endpoint_and_its_unit_verifies(tmp_path):
+    analyze = systemd_analyze()
+    if analyze is None:
+        pytest.skip('systemd-analyze is missing and Debian\'s systemd package could not be installed')
+    play = tmp_path / 'host.yml'
+    play.write_text(CREDENTIALS_PLAY)
+    units, lib = tmp_path / 'units', tmp_path / 'lib'
+    extra = {'drover_host_credentials_endpoint': True, 'drover_host_credentials_unit_dir': str(units),
+             'drover_host_credentials_dir': str(lib), 'drover_host_credentials_sts_endpoint': 'http://127.0.0.1:5999',
+             'drover_store_path': str(tmp_path / 'state' / 'store.db')}
+    rc, out = playbook(str(play), tmp_path, extra)
+    assert rc == 0, out[-4000:]
+    assert 'Verify the unit' in out and 'skipping: [localhost]' not in out.split('Verify the unit')[1].split('TASK')[0]
+    program = lib / 'drover_credentials.py'
+    assert program.read_bytes() == open(os.path.join(ROOT, 'roles', 'host', 'files', 'drover_credentials.py'), 'rb').read()
+    assert os.stat(str(program)).st_mode & 0o777 == 0o644
+    unit = (units / 'drover-credentials.service').read_text()
+    assert ('ExecStart=%s %s --store %s --port 51679 --region us-east-1 --sts-endpoint http://127.0.0.1:5999'
+            % (sys.executable, program, tmp_path / 'state' / 'store.db')) in unit, unit
+    assert 'Restart=on-failure' in unit and 'WantedBy=multi-user.target' in unit
+    done = subprocess.run([analyze, 'verify', '--man=no', str(units / 'drover-credentials.service')],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stderr.strip() == '', done.stderr
+    rc, out = playbook(str(play), tmp_path, extra)
+    assert rc == 0 and recap(out)[1:] == (0, 0, 0), out[-4000:]
