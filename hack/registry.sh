@@ -11,6 +11,7 @@ PORT=${DROVER_REGISTRY_PORT:-5000}
 DIR=${DROVER_REGISTRY_DIR:-/var/lib/drover-test-registry}
 USER_NAME=${DROVER_REGISTRY_USER:-drover}
 PASSWORD=${DROVER_REGISTRY_PASSWORD:-drover-test-pw}
+ECR_PASSWORD=${DROVER_REGISTRY_ECR_PASSWORD:-123456789012-auth-token}
 IMAGE=${DROVER_BUSYBOX_IMAGE:-drover.local/busybox:1}
 HOST=127.0.0.1:$PORT
 REMOTE=$HOST/drover/busybox:1
@@ -77,6 +78,11 @@ fi
 REGISTRY_BIN=$(command -v docker-registry 2>/dev/null || echo /usr/bin/docker-registry)
 
 code=$(status_code)
+# A registry started before the ECR user was added: start it again with the new htpasswd.
+if [ "$code" = 401 ] && ! grep -q '^AWS:' "$DIR/htpasswd" 2>/dev/null; then
+  stop
+  code=$(status_code)
+fi
 if [ "$code" = 401 ]; then
   echo "registry: answering on $HOST"
 elif [ "$code" != 000 ]; then
@@ -86,6 +92,9 @@ else
   mkdir -p "$DIR/data"
   chmod 700 "$DIR"
   htpasswd -Bbc "$DIR/htpasswd" "$USER_NAME" "$PASSWORD" >/dev/null 2>&1
+  # The user and password of the ECR authorization token that moto (tests' STS and ECR) issues for the
+  # account 123456789012: an ECR pull in the tests authenticates with exactly that token.
+  htpasswd -Bb "$DIR/htpasswd" AWS "$ECR_PASSWORD" >/dev/null 2>&1
   [ -s "$DIR/http-secret" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/http-secret"
   cat > "$CONFIG" <<EOF
 version: 0.1

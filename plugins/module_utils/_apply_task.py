@@ -16,6 +16,7 @@ __metaclass__ = type
 import time
 import uuid
 
+from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
@@ -115,7 +116,7 @@ def _name_clashes(tasks, observed):
 class Pass:
     """One converge of a set of declared tasks on one host."""
 
-    def __init__(self, engine, store, check_mode, holders=(), clock=time.time, ledger=None, gpu=None):
+    def __init__(self, engine, store, check_mode, holders=(), clock=time.time, ledger=None, gpu=None, aws_options=None):
         self.engine = engine
         self.store = store
         self.check_mode = check_mode
@@ -126,6 +127,8 @@ class Pass:
         self.credentials = store.credentials()
         self.images_seen = set()
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
+        self.aws = aws_options or {}
+        self.ecr_tokens = {}          # (execution role, registry) -> pull credentials, for this pass only
 
     @staticmethod
     def gpu_task(decl):
@@ -201,13 +204,26 @@ class Pass:
         return []
 
     def _auth_for(self, decl, image):
-        auth = decl.registry_auth
-        if auth is None:
-            return None
         registry = split_image(image)[0]
-        if registry != auth.registry:
+        auth = decl.registry_auth
+        if (auth is not None and auth.ecr and registry == auth.registry) or aws.ecr_registry(registry):
+            return self._ecr_auth(decl, registry)
+        if auth is None or registry != auth.registry:
             return None
         return {'username': auth.username, 'password': auth.password, 'serveraddress': auth.registry}
+
+    def _ecr_auth(self, decl, registry):
+        """Pull credentials for an ECR registry, as the task's execution role (or the host): one token per
+        role and registry and pass."""
+        key = (decl.execution_role_arn, registry)
+        if key not in self.ecr_tokens:
+            try:
+                username, password = aws.ecr_login(registry, decl.execution_role_arn, self.aws.get('region'),
+                                                   self.aws.get('endpoint_url'), 'drover-pull-%s' % decl.name)
+            except aws.AwsError as exc:
+                raise EngineError(str(exc))
+            self.ecr_tokens[key] = {'username': username, 'password': password, 'serveraddress': registry}
+        return self.ecr_tokens[key]
 
     def _ensure_image(self, decl, image):
         if decl.pull == 'always':
@@ -414,7 +430,8 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         work = Pass(engine, store, check_mode, holders, clock, ledger,
-                    {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))})
+                    {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))},
+                    {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')})
         for decl in tasks + purge:
             key = (decl.cluster, decl.name)
             plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)

@@ -58,7 +58,7 @@ PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_por
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
     'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash'))
-RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password'))
+RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
 def _is_int(value):
@@ -259,14 +259,24 @@ def _registry_auth(raw, field):
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise SpecError('%s must be a mapping with registry, username, password' % field)
-    unknown = sorted(set(raw) - {'registry', 'username', 'password'})
+        raise SpecError('%s must be a mapping with registry, and username and password or ecr: true' % field)
+    unknown = sorted(k for k, v in raw.items() if v is not None and k not in ('registry', 'username', 'password', 'ecr'))
     if unknown:
         raise SpecError('%s has unsupported keys: %s' % (field, ', '.join(unknown)))
-    for key in ('registry', 'username', 'password'):
+    if not isinstance(raw.get('registry'), str) or not raw.get('registry'):
+        raise SpecError('%s.registry is required' % field)
+    ecr = raw.get('ecr') or False
+    if not isinstance(ecr, bool):
+        raise SpecError('%s.ecr must be true or false, got %r' % (field, ecr))
+    if ecr:
+        if raw.get('username') or raw.get('password'):
+            raise SpecError('%s: ecr and username/password are mutually exclusive (with ecr, the token comes from '
+                            'ECR GetAuthorizationToken)' % field)
+        return RegistryAuth(raw['registry'], None, None, True)
+    for key in ('username', 'password'):
         if not isinstance(raw.get(key), str) or not raw.get(key):
-            raise SpecError('%s.%s is required' % (field, key))
-    return RegistryAuth(raw['registry'], raw['username'], raw['password'])
+            raise SpecError('%s.%s is required (or ecr: true)' % (field, key))
+    return RegistryAuth(raw['registry'], raw['username'], raw['password'], False)
 
 
 def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None):

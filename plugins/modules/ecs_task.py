@@ -223,13 +223,20 @@ options:
         type: str
         required: true
       username:
-        description: The user name.
+        description: The user name (with O(registry_auth.password), unless O(registry_auth.ecr)).
         type: str
-        required: true
       password:
         description: The password or token. Never logged or returned.
         type: str
-        required: true
+      ecr:
+        description:
+          - Pull from O(registry_auth.registry) with a token from ECR C(GetAuthorizationToken), made as the task's
+            O(execution_role_arn) (assumed through STS with the host's own credentials) or, without one, as the
+            host itself, instead of O(registry_auth.username) and O(registry_auth.password).
+          - Images on an ECR registry (C(<account>.dkr.ecr.<region>.amazonaws.com)) are pulled this way with or
+            without this option. The token is never logged or returned. Needs C(boto3) on the host.
+        type: bool
+        default: false
   task_role_arn:
     description:
       - The task's IAM role. At each run's start a credential ID is registered for it in the host store,
@@ -243,7 +250,18 @@ options:
     type: str
   execution_role_arn:
     description:
-      - The execution role. Recorded; image pulls use O(registry_auth) or the engine's own credentials.
+      - The execution role. Images on an ECR registry (or the registry of O(registry_auth) with
+        O(registry_auth.ecr)) are pulled with an ECR token got as this role; other pulls use O(registry_auth) or
+        the engine's own credentials.
+    type: str
+  aws_region:
+    description:
+      - The AWS region of the STS and ECR calls for ECR pulls, when the registry's host name does not say it;
+        by default C(us-east-1).
+    type: str
+  aws_endpoint_url:
+    description:
+      - An endpoint URL for those STS and ECR calls other than AWS's own (a VPC endpoint, or a test server).
     type: str
   gpu_discovery:
     description:
@@ -478,9 +496,12 @@ def main():
         pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
         registry_auth=dict(type='dict', no_log=False, options=dict(
             registry=dict(type='str', required=True),
-            username=dict(type='str', required=True),
-            password=dict(type='str', required=True, no_log=True),
+            username=dict(type='str'),
+            password=dict(type='str', no_log=True),
+            ecr=dict(type='bool', default=False),
         )),
+        aws_region=dict(type='str'),
+        aws_endpoint_url=dict(type='str'),
         task_role_arn=dict(type='str'),
         cred_id=dict(type='str'),
         execution_role_arn=dict(type='str'),

@@ -106,3 +106,22 @@ def pool_name(engine):
     yield name
     for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
         c.remove(force=True)
+
+
+@pytest.fixture(scope='session')
+def moto_aws():
+    """moto's server mode on 127.0.0.1 as STS and ECR (and any AWS API the tests call): its URL."""
+    from moto.server import ThreadedMotoServer
+    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield 'http://%s:%d' % (host, port)
+    server.stop()
+
+
+@pytest.fixture
+def host_aws_credentials(monkeypatch):
+    """The host's own AWS credentials, as boto3's default chain finds them (moto accepts any)."""
+    for key, value in (('AWS_ACCESS_KEY_ID', 'testing'), ('AWS_SECRET_ACCESS_KEY', 'testing'),
+                       ('AWS_SESSION_TOKEN', 'testing')):
+        monkeypatch.setenv(key, value)

@@ -36,14 +36,9 @@ def dummy_present():
     return '169.254.170.2/32' in out
 
 
-@pytest.fixture(scope='module')
-def sts():
-    from moto.server import ThreadedMotoServer
-    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield 'http://%s:%d' % (host, port)
-    server.stop()
+@pytest.fixture
+def sts(moto_aws):
+    return moto_aws
 
 
 class Service:

@@ -94,3 +94,43 @@ def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, 
         assert REGISTRY_PASSWORD not in proc.stdout + proc.stderr
     assert 'changed=1' in runs[0][1].stdout and 'changed=0' in runs[1][1].stdout
     assert statuses(engine, cluster) == {'pb-main': 'running'}
+
+
+ROLE = 'arn:aws:iam::123456789012:role/app-execution'
+ECR_TOKEN_PASSWORD = '123456789012-auth-token'     # what moto's GetAuthorizationToken hands out
+
+
+def test_ecr_pull_as_the_execution_role(engine, cluster, converge, no_local_copy, moto_aws, host_aws_credentials,
+                                        store_path):
+    args = dict(name='ecr', execution_role_arn=ROLE, pull='always', aws_endpoint_url=moto_aws,
+                registry_auth={'registry': REGISTRY, 'ecr': True}, containers=[container('main', image=REMOTE)])
+    r = converge(**args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    assert statuses(engine, cluster) == {'ecr-main': 'running'}
+    assert REMOTE in [t for i in engine.images.list() for t in i.tags]
+    assert ECR_TOKEN_PASSWORD not in json.dumps(r)
+    with open(store_path, 'rb') as handle:
+        assert ECR_TOKEN_PASSWORD.encode() not in handle.read()
+    # The same with the host's own credentials (no execution role).
+    converge(name='ecr', state='absent')
+    host = converge(**dict(args, execution_role_arn=None))
+    assert host['task']['last_status'] == 'RUNNING', host['task']
+
+
+def test_ecr_unreachable_fails_the_run_with_the_reason(engine, cluster, converge, no_local_copy, host_aws_credentials):
+    r = converge(name='ecr', execution_role_arn=ROLE, aws_endpoint_url='http://127.0.0.1:9',
+                 registry_auth={'registry': REGISTRY, 'ecr': True}, containers=[container('main', image=REMOTE)])
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'] == ('image pull failed: ECR: cannot assume the execution role %s: '
+                                           'EndpointConnectionError' % ROLE), r['task']['stopped_reason']
+    assert statuses(engine, cluster) == {}
+
+
+@pytest.mark.parametrize('bad,words', [
+    ({'registry': REGISTRY, 'ecr': True, 'username': 'deployer', 'password': 'not-with-ecr-4f1d'},
+     ('ecr and username/password are mutually exclusive',)),
+    ({'registry': REGISTRY}, ('registry_auth.username is required (or ecr: true)',)),
+])
+def test_bad_ecr_auth(converge, store_path, bad, words):
+    r = converge(name='bad', registry_auth=bad, containers=[container('main', image=REMOTE)])
+    assert r.failed and all(w in r['msg'] for w in words), r.get('msg')

@@ -109,6 +109,19 @@ def test_a_deregistered_id_is_gone_at_once(store, clock):
     assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 404
 
 
+def test_a_replaced_store_is_read_again(store, clock, tmp_path):
+    ep, sts = endpoint(store, clock)
+    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 200
+    for suffix in ('', '-wal', '-shm'):
+        if os.path.exists(store + suffix):
+            os.unlink(store + suffix)
+    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 404     # no store: nothing known
+    db = Store(store)
+    db.put_credential('new-task', 'prod', 'new', ROLE, '169.254.9.2', T0)
+    db.close()
+    assert ep.answer('GET', '/v2/credentials/new-task', '169.254.9.2')[0] == 200
+
+
 def test_assume_failure_is_502(store, clock):
     ep, sts = endpoint(store, clock, sts=FakeSTS(lambda: clock[0], fail=True))
     status, body = ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')

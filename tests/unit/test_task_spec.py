@@ -144,3 +144,15 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
 
 def test_task_definition_network_mode_must_agree():
     refused({'task_definition': TD, 'network_mode': 'host'}, 'contradicts')
+
+
+def test_ecr_registry_auth_and_host_names():
+    from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+    t = spec.task({'name': 'web', 'registry_auth': {'registry': 'r.example:5000', 'ecr': True},
+                   'containers': [{'name': 'a', 'image': IMG}]})
+    assert t.registry_auth == spec.RegistryAuth('r.example:5000', None, None, True)
+    assert aws.ecr_registry('123456789012.dkr.ecr.eu-west-1.amazonaws.com') == ('123456789012', 'eu-west-1')
+    assert aws.ecr_registry('123456789012.dkr.ecr-fips.us-east-1.amazonaws.com') == ('123456789012', 'us-east-1')
+    assert aws.ecr_registry('123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn') == ('123456789012', 'cn-north-1')
+    for other in ('registry.example.com', '12345.dkr.ecr.eu-west-1.amazonaws.com', 'dkr.ecr.amazonaws.com', ''):
+        assert aws.ecr_registry(other) is None

@@ -68,24 +68,43 @@ def session_name(cred_id):
 
 
 class Registry:
-    """The store's credential registrations, read (read-only) on each request: a stopped task's ID goes at
-    once, and a restart of the service loses nothing."""
+    """The store's credential registrations, read (read-only) at each request: a stopped task's ID goes at
+    once, and a restart of the service loses nothing. One connection, opened on first use and shared under a
+    lock; each query is a read transaction of its own, so it sees every registration committed before it."""
 
     def __init__(self, path):
         self.path = path
+        self._db = None
+        self._inode = None
+        self._lock = threading.Lock()
+
+    def _connect(self):
+        try:
+            inode = os.stat(self.path).st_ino
+        except OSError:
+            inode = None
+        if self._db is not None and inode != self._inode:
+            # The store was deleted or replaced: read the new one.
+            self._db.close()
+            self._db = None
+        if self._db is None and inode is not None:
+            self._db = sqlite3.connect('file:%s?mode=ro' % self.path, uri=True, timeout=5, check_same_thread=False)
+            self._inode = inode
+        return self._db
 
     def lookup(self, cred_id):
         """(role_arn, source_ip, cluster, task) of the ID, or None."""
-        if not os.path.exists(self.path):
-            return None
-        db = sqlite3.connect('file:%s?mode=ro' % self.path, uri=True, timeout=5)
-        try:
-            row = db.execute('SELECT role_arn, source_ip, cluster, task FROM credentials WHERE cred_id = ?',
-                             (cred_id,)).fetchone()
-        except sqlite3.Error:
-            row = None
-        finally:
-            db.close()
+        with self._lock:
+            try:
+                db = self._connect()
+                row = db.execute('SELECT role_arn, source_ip, cluster, task FROM credentials WHERE cred_id = ?',
+                                 (cred_id,)).fetchone() if db is not None else None
+            except sqlite3.Error:
+                # The store replaced or damaged under us: open it again at the next request.
+                if self._db is not None:
+                    self._db.close()
+                self._db = None
+                row = None
         return tuple(row) if row else None
 
 
@@ -213,6 +232,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = 'drover-credentials'
     sys_version = ''
     protocol_version = 'HTTP/1.1'
+    wbufsize = 1 << 16          # the status line, the headers and the body leave in one write
 
     def _serve(self):
         try:

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The AWS adapter: the only place that talks to AWS (boto3).
+
+Owns: pull credentials for an ECR registry - STS AssumeRole of a task's execution role (or the host's own
+credentials, boto3's default chain, when there is none), then ECR GetAuthorizationToken - and the
+translation of AWS failures into AwsError messages that name what was being done. Never returns or logs a
+token other than to its caller, and never puts one in an error.
+Must not: decide anything, or talk to the Docker engine.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import re
+
+# <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]
+ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$')
+DEFAULT_REGION = 'us-east-1'
+SESSION_SECONDS = 900      # the shortest STS session: long enough for one pull
+TIMEOUT = 15
+
+
+class AwsError(Exception):
+    """An AWS call failed; the message names the call and AWS's error code, never a credential."""
+
+
+def ecr_registry(host):
+    """(account, region) of an ECR registry host name, or None for any other registry."""
+    match = ECR_HOST_RE.match(host or '')
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _code(exc):
+    response = getattr(exc, 'response', None)
+    if isinstance(response, dict):
+        return (response.get('Error') or {}).get('Code') or exc.__class__.__name__
+    return exc.__class__.__name__
+
+
+def ecr_login(registry, role_arn=None, region=None, endpoint_url=None, session_name='drover-pull'):
+    """(username, password) that pull from `registry`, from ECR GetAuthorizationToken made as `role_arn`
+    (assumed through STS with the host's credentials) or, without one, as the host itself."""
+    try:
+        # Imported here, only for a pull that needs it: boto3 takes longer to import than a no-op pass takes.
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise AwsError('ECR: pulling from %s needs boto3 on the host (pip install boto3)' % registry)
+    found = ecr_registry(registry)
+    region = (found[1] if found else None) or region or DEFAULT_REGION
+    config = Config(connect_timeout=TIMEOUT, read_timeout=TIMEOUT, retries={'max_attempts': 2})
+    keys = {}
+    who = role_arn or 'the host\'s credentials'
+    if role_arn:
+        try:
+            sts = boto3.client('sts', region_name=region, endpoint_url=endpoint_url, config=config)
+            creds = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name[:64],
+                                    DurationSeconds=SESSION_SECONDS)['Credentials']
+        except Exception as exc:  # pylint: disable=broad-except
+            raise AwsError('ECR: cannot assume the execution role %s: %s' % (role_arn, _code(exc)))
+        keys = {'aws_access_key_id': creds['AccessKeyId'], 'aws_secret_access_key': creds['SecretAccessKey'],
+                'aws_session_token': creds['SessionToken']}
+    try:
+        ecr = boto3.client('ecr', region_name=region, endpoint_url=endpoint_url, config=config, **keys)
+        args = {'registryIds': [found[0]]} if found else {}
+        data = ecr.get_authorization_token(**args)['authorizationData'][0]
+        username, password = base64.b64decode(data['authorizationToken']).decode('utf-8').split(':', 1)
+    except AwsError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        raise AwsError('ECR: cannot get an authorization token for %s as %s: %s' % (registry, who, _code(exc)))
+    return username, password
