@@ -154,3 +154,33 @@ def test_a_role_that_cannot_be_assumed_is_502(cluster, store_path, tmp_path):
     finally:
         assert svc.stop() == 0
     assert 'Traceback' not in svc.text()
+
+
+def test_credentials_are_renewed_before_they_expire(cluster, store_path, sts, tmp_path):
+    # Sessions of 900 s, renewed when they expire within 897 s: 3.5 s apart, a fetch gets new credentials;
+    # at once, the cached ones.
+    from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+    import http.client
+    db = Store(store_path)
+    db.put_credential('renew-' + cluster, cluster, 'renew', ROLE, '127.0.0.1', time.time())
+    db.close()
+    svc = Service(store_path, sts, tmp_path, ['--no-network', '--listen', '127.0.0.1', '--port', '51681',
+                                             '--duration', '900', '--refresh-before', '897']).start()
+
+    def get():
+        conn = http.client.HTTPConnection('127.0.0.1', 51681, timeout=30)
+        conn.request('GET', '/v2/credentials/renew-' + cluster)
+        answer = conn.getresponse()
+        body = json.loads(answer.read())
+        conn.close()
+        assert answer.status == 200, body
+        return body
+    try:
+        first, again = get(), get()
+        assert again['AccessKeyId'] == first['AccessKeyId']
+        time.sleep(3.5)
+        renewed = get()
+        assert renewed['AccessKeyId'] != first['AccessKeyId'] and renewed['Expiration'] >= first['Expiration']
+    finally:
+        assert svc.stop() == 0
+    assert 'Traceback' not in svc.text()
