@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy docs changelog lint bench clean
+.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -45,7 +45,7 @@ demo: setup
 	hack/demo-eni.sh down
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 
-test: setup changelog docs lint unit integration molecule galaxy sanity
+test: setup changelog docs lint unit integration faults-ci molecule galaxy sanity
 	@echo 'make test: all suites passed'
 
 setup: venv engine hostdeps images standin-deps collection
@@ -98,6 +98,18 @@ molecule: setup
 	$(VENV)/bin/molecule test -s netns
 	$(VENV)/bin/molecule test -s runners
 	$(VENV)/bin/molecule test -s reconcile
+
+# Faults: the module killed at random moments, converges racing (tests/faults). make test runs a few trials;
+# `make faults` the long run (FAULT_TRIALS, FAULT_RACES: 20 each; FAULT_SEED to replay a failure).
+FAULT_TRIALS ?= 20
+FAULT_RACES ?= 20
+faults-ci: setup
+	FAULT_TRIALS=3 FAULT_RACES=3 $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	hack/leaks.sh
+
+faults: setup
+	FAULT_TRIALS=$(FAULT_TRIALS) FAULT_RACES=$(FAULT_RACES) $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	hack/leaks.sh
 
 # ansible-galaxy collection build + install, and the installed collection's playbooks run by their FQCN
 galaxy: setup

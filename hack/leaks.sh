@@ -20,7 +20,7 @@ while read -r name cluster; do
 done < <(docker ps -a --filter label=drover.role=netns-holder --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
 done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name pool; do
   [ -n "$name" ] || continue

@@ -238,9 +238,12 @@ class Pass:
             raise EngineError('%s is not on the host and pull is never' % image)
         self.engine.pull(image, self._auth_for(decl, image))
 
-    def _start_run(self, decl):
+    def _start_run(self, decl, resume=()):
         """Build the task network (awsvpc), then start the containers in order; on any failure remove what
-        started and tear the network down. Returns (container views, failure reason or None, network view)."""
+        started and tear the network down. Returns (container views, failure reason or None, network view).
+        `resume`: the containers a cut-short start of this run made: a running one is kept as it is (its GPUs
+        and credential ID with it), a created one is started, the missing ones are made."""
+        kept = dict((o['labels'].get('drover.container'), o) for o in resume)
         made = []
         views = []
         reason = None
@@ -255,10 +258,31 @@ class Pass:
                 return self._failed_views(decl), plan_mod.reason_network(exc), None
         cred_id = None
         if decl.task_role_arn:
-            cred_id = new_cred_id(decl)
+            carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
+            cred_id = carried[0] if carried else new_cred_id(decl)
             task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
             self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
+        for name, obs in list(kept.items()):
+            # The cut-short start's GPUs stay with its containers, started or only created (no UUID twice);
+            # one whose GPUs are pinned elsewhere meanwhile is made again.
+            uuids = plan_mod.gpu_ids(obs['labels'])
+            if uuids and self.ledger.adopt('%s/%s' % (self.gpu_task(decl), name), self.gpu_task(decl), uuids)[1]:
+                self.engine.remove(obs['id'])
+                del kept[name]
         for spec in decl.containers:
+            obs = kept.get(spec.name)
+            if obs is not None:
+                try:
+                    if plan_mod.container_status(obs) == plan_mod.PENDING:
+                        self.engine.start(obs['id'])
+                except EngineError as exc:
+                    made.append(obs['id'])
+                    reason = plan_mod.reason_start(exc)
+                    break
+                made.append(obs['id'])
+                views.append({'name': spec.name, 'image': spec.image, 'runtime_id': obs['id'], 'last_status': 'RUNNING',
+                              'exit_code': None, 'gpu_ids': plan_mod.gpu_ids(obs['labels'])})
+                continue
             try:
                 self._ensure_image(decl, spec.image)
             except EngineError as exc:
@@ -335,7 +359,7 @@ class Pass:
                 events.append(plan_mod.event('task.running', plan.key, now))
             else:
                 self._put(record, now)                   # PENDING: a cut-short start is found again
-                views, reason, netview = self._start_run(decl)
+                views, reason, netview = self._start_run(decl, plan.resume)
                 if reason is None:
                     record = dict(record, last_status='RUNNING', containers=views)
                     if netview is not None:

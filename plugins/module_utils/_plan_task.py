@@ -108,6 +108,7 @@ class Plan:
         self.key = key
         self.remove = []          # observed containers, removed before anything starts
         self.start = False        # start a new run of the declared containers, in order
+        self.resume = []          # with start: the containers a cut-short start already made, kept and reused
         self.record = None        # the stored record after the plan (before a start's own outcome)
         self.write = False        # the record differs from the stored one
         self.delete = False       # the stored record goes
@@ -248,9 +249,15 @@ def plan_task(decl, observed, stored, now):
 
     if observed and (any(container_status(o) == PENDING for o in observed)
                      or (stored is not None and stored.get('last_status') == PENDING)):
-        # A start that was cut short (a converge killed mid-start): clear it and start the run again.
-        plan.remove = list(observed)
-        _new_run(plan, decl, stored, now, keep_streak=True)
+        # A start that was cut short (a converge killed mid-start). What it made is of the current
+        # declaration (a stale one was replaced above): when none of it has stopped, the start goes on from
+        # where it was cut - nothing already started starts twice. Else the run is cleared and started again.
+        if any(container_status(o) == STOPPED for o in observed):
+            plan.remove = list(observed)
+            _new_run(plan, decl, stored, now, keep_streak=True)
+        else:
+            _new_run(plan, decl, stored, now, keep_streak=True)
+            plan.resume = list(observed)
         return plan
 
     record = dict(stored) if stored else None

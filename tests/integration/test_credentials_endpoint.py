@@ -164,8 +164,8 @@ def test_credentials_are_renewed_before_they_expire(cluster, store_path, sts, tm
     db = Store(store_path)
     db.put_credential('renew-' + cluster, cluster, 'renew', ROLE, '127.0.0.1', time.time())
     db.close()
-    svc = Service(store_path, sts, tmp_path, ['--no-network', '--listen', '127.0.0.1', '--port', '51681',
-                                             '--duration', '900', '--refresh-before', '897']).start()
+    short = ['--no-network', '--listen', '127.0.0.1', '--port', '51681', '--duration', '900', '--refresh-before', '897']
+    svc = Service(store_path, sts, tmp_path, short).start()
 
     def get():
         conn = http.client.HTTPConnection('127.0.0.1', 51681, timeout=30)

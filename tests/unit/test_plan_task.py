@@ -179,11 +179,11 @@ def test_missing_essential_container_stops_the_task():
     assert plan.record['stopped_reason'] == p.EXITED_UNSEEN and [o['id'] for o in plan.remove] == ['id-side']
 
 
-def test_cut_short_start_is_started_again():
+def test_cut_short_start_is_resumed():
     d = decl()
     pending = run(d, [], None).record
     plan = run(d, [obs(d, 'main', 'created')], pending, T0 + 1)
-    assert plan.start and [o['id'] for o in plan.remove] == ['id-main']
+    assert plan.start and plan.remove == [] and [o['id'] for o in plan.resume] == ['id-main']
 
 
 @pytest.mark.parametrize('reason,expected', [(None, 'Task stopped'), ('maintenance', 'maintenance')])
@@ -238,3 +238,18 @@ def test_events_carry_the_subject_and_time():
     ev = plan.events[0]
     assert ev == {'event': 'task.stopped', 'at': p.iso(T0), 'cluster': 'default', 'task': 'web',
                   'subject': 'task/default/web', 'reason': 'container main exited (2)'}
+
+
+def test_a_cut_short_start_goes_on_from_where_it_was_cut():
+    d = decl(restart='always')
+    pending = dict(run(d, [], None).record, streak=2)
+    # The killed converge started main and only created side: both are kept, nothing is removed.
+    plan = run(d, [obs(d, 'main'), obs(d, 'side', 'created')], pending, T0 + 5)
+    assert plan.start and plan.remove == [] and [o['id'] for o in plan.resume] == ['id-main', 'id-side']
+    assert plan.record['streak'] == 2 and plan.events == []
+    # Only main was made: it is kept, side will be made.
+    plan = run(d, [obs(d, 'main')], pending, T0 + 5)
+    assert plan.start and plan.remove == [] and [o['id'] for o in plan.resume] == ['id-main']
+    # A container of the cut-short run already stopped: the run is cleared and started again.
+    plan = run(d, [obs(d, 'main', 'exited', 1), obs(d, 'side')], pending, T0 + 5)
+    assert plan.start and plan.resume == [] and [o['id'] for o in plan.remove] == ['id-main', 'id-side']
