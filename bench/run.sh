@@ -37,14 +37,14 @@ if [ "$want_anchor" = 1 ] && { [ ! -f "$ANCHOR/.installed" ] || [ "$REQS" -nt "$
   touch "$ANCHOR/.installed"
 fi
 
-# The creds group (the credentials endpoint) is bench/credentials.py, a script of its own; the other
-# groups are bench.py's.
+# The creds group (the credentials endpoint) is bench/credentials.py and the load group bench/load.py,
+# scripts of their own; the other groups are bench.py's.
 groups=" ${BENCH_GROUPS:-all} "
 groups=${groups//,/ }
 rest=()
 for g in $groups; do
   case $g in
-    creds) ;;
+    creds | load) ;;
     all) rest+=(ecs awsvpc pools) ;;
     *) rest+=("$g") ;;
   esac
@@ -57,3 +57,8 @@ if [ "$want_creds" = 1 ]; then
   mkdir -p "$ROOT/bench/results"
   "$VENV/bin/python" "$ROOT/bench/credentials.py" --json "$ROOT/bench/results/credentials.json"
 fi
+# load (200 tasks, 10 pools) runs only when named: BENCH_GROUPS=load
+case "$groups" in *" load "*)
+  mkdir -p "$ROOT/bench/results"
+  "$VENV/bin/python" "$ROOT/bench/load.py" --json "$ROOT/bench/results/load.json" ;;
+esac

@@ -311,6 +311,8 @@ def task(raw, field='', defaults=None):
             raw['task_definition'], prefix + 'task_definition')
         containers_field = prefix + 'task_definition.containerDefinitions'
         if name is None:
+            if family is None:
+                raise SpecError('%sname is required when %stask_definition has no family' % (prefix, prefix))
             name = family
         if td_mode is not None:
             if network_mode is not None and network_mode != td_mode:
