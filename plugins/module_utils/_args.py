@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import HAS_DOCKER, DOCKER_IMPORT_ERROR
 from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH, LOCK_TIMEOUT
@@ -32,3 +32,33 @@ def host_args(lock=True):
 def require_docker(module):
     if not HAS_DOCKER:
         module.fail_json(msg=missing_required_lib('docker'), exception=DOCKER_IMPORT_ERROR)
+
+
+def _not_mapping(value, spec):
+    if value is None:
+        return False
+    if spec.get('type') == 'dict':
+        return not isinstance(value, dict)
+    return not isinstance(value, list) or any(not isinstance(item, dict) for item in value)
+
+
+def make_module(**kwargs):
+    """AnsibleModule(**kwargs); but an option with sub-options given a value that is not a mapping (or a list
+    of them) fails with a message that names it, not with a traceback: ansible-core (2.19) looks into the
+    sub-options before it checks the value's type."""
+    try:
+        return AnsibleModule(**kwargs)
+    except (TypeError, AttributeError) as exc:
+        spec = kwargs.get('argument_spec') or {}
+        # Every option taken as it is (no sub-option is looked into), the top-level secrets still hidden.
+        loose = dict((k, {'type': 'raw', 'no_log': bool(v.get('no_log'))}) for k, v in spec.items())
+        bare = AnsibleModule(argument_spec=loose, supports_check_mode=True)
+        bad = sorted(k for k, v in spec.items() if v.get('options') and _not_mapping(bare.params.get(k), v))
+        if not bad:
+            raise
+        what = '; '.join('%s must be %s, got %s' % (
+            k, 'a mapping' if spec[k].get('type') == 'dict' else 'a list of mappings',
+            type(bare.params[k]).__name__) for k in bad)
+        # No module argument is echoed: nested ones were not checked, so no_log ones among them are not hidden.
+        bare.fail_json(msg=what, invocation={'module_args': {}}, exception_type=exc.__class__.__name__)
+    return None

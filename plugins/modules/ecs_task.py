@@ -448,9 +448,8 @@ events:
        subject: task/default/web, reason: container main exited (1)}
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
 
 PORT_OPTIONS = dict(
@@ -513,7 +512,7 @@ def main():
         gpu_strict=dict(type='bool', default=False),
     )
     argument_spec.update(host_args())
-    module = AnsibleModule(
+    module = make_module(
         argument_spec=argument_spec,
         mutually_exclusive=[('containers', 'task_definition'), ('tasks', 'name'), ('tasks', 'containers'),
                             ('tasks', 'task_definition')],

@@ -297,10 +297,10 @@ events:
   elements: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge
 from ansible_collections.drover.fleet.plugins.module_utils._github import HAS_GITHUB, GITHUB_IMPORT_ERROR
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
@@ -369,7 +369,7 @@ def main():
         purge=dict(type='bool', default=False),
     )
     argument_spec.update(host_args())
-    module = AnsibleModule(
+    module = make_module(
         argument_spec=argument_spec,
         mutually_exclusive=[('pool', 'pools'), ('repository', 'organization'), ('token', 'app_id'),
                             ('token', 'app_private_key')],

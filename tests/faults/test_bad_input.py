@@ -81,6 +81,9 @@ TABLE = [
     ('ecs_task', task(registry_auth={'registry': 'r.example', 'ecr': True, 'username': 'someone',
                                      'password': 'not-with-ecr-1f2e'}), ('ecr', 'mutually exclusive')),
     ('ecs_task', task(gpu_discovery='static'), ('gpu_devices',)),
+    # options with sub-options given something that is not a mapping (found by the hypothesis test below)
+    ('ecs_task', task(awsvpc=False), ('awsvpc must be a mapping, got bool',)),
+    ('ecs_task', task(registry_auth=7), ('registry_auth must be a mapping, got int',)),
     ('ecs_task', task(state='paused'), ('state',)),
     # task_netns
     ('task_netns', {'name': 'badnet', 'eni_mac': '02:00:c6:zz:00:10', 'address': '198.18.9.2/24'}, ('eni_mac',)),
@@ -115,6 +118,7 @@ TABLE = [
     ('gh_runner_slot', pool(pool=None, pools=[{'pool': 'a', 'repository': 'octo/a'}, {'pool': 'a', 'repository': 'octo/a'}]),
      ('pools[1]', 'more than once')),
     ('gh_runner_slot', pool(warm=-1), ('warm',)),
+    ('gh_runner_slot', pool(profile=True), ('profile must be a mapping, got bool',)),
     ('gh_runner_slot', pool(name_prefix='a-b'), ('name_prefix',)),
 ]
 
