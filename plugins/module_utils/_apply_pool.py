@@ -143,6 +143,23 @@ class PoolPass:
     def collect_finished(self, occupants, vanished):
         for idx in sorted(occupants):
             occ = occupants[idx]
+            if occ['state'] == 'created' and not self.check_mode:
+                # A pass starts what it creates before it ends, under the host lock: a runner still only
+                # created was made by a pass that died in between. Its JIT config was never used: start it.
+                try:
+                    self.engine.start(occ['container_id'])
+                    occ['state'] = 'running'
+                    self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now,
+                                                      runner_name=occ['runner_name'], runner_id=occ['runner_id'],
+                                                      slot=idx + 1))
+                    self.started.append(occ['runner_name'])
+                except EngineError as exc:
+                    self.warnings.append('pool %s: cannot start %s, left created by an earlier pass: %s'
+                                         % (self.spec.pool, occ['runner_name'], exc))
+                    self._forget(occ)
+                    self.released.append(occ['runner_name'])
+                    del occupants[idx]
+                continue
             if occ['state'] in ('running', 'restarting', 'paused', 'created'):
                 continue
             state = self.engine.inspect(occ['container_id']) or {}
@@ -288,9 +305,24 @@ class PoolPass:
                         'started_at': iso(occ.get('started_at'))})
         return out
 
+    def sweep_jit_files(self, occupants):
+        """Remove this pool's JIT config files that no slot's runner holds (a pass that died after writing
+        one and before its container existed leaves it behind; its registration goes as an orphan)."""
+        if self.check_mode or self.spec.profile is None or not os.path.isdir(self.jit_dir):
+            return
+        prefix = '%s%s-' % (host_prefix(self.spec), self.spec.profile.name)
+        held = set(o['runner_name'] for o in occupants.values())
+        for name in os.listdir(self.jit_dir):
+            if name.startswith(prefix) and name not in held:
+                try:
+                    os.unlink(self._jit_path(name))
+                except OSError:
+                    pass
+
     def save(self, occupants):
         if self.check_mode:
             return
+        self.sweep_jit_files(occupants)
         if self.spec.state == 'absent' and not occupants:
             self.store.delete_pool(self.spec.pool)
         else:
