@@ -1,7 +1,19 @@
 # -*- coding: utf-8 -*-
-"""The fault trials print their seed first: FAULT_SEED=<it> replays the same kill moments."""
+"""Fixtures of the fault tests: the Docker engine, and the seed printed first (FAULT_SEED=<it> replays the
+same kill moments)."""
 
 from __future__ import absolute_import, division, print_function
+
+import pytest
+
+
+@pytest.fixture
+def engine():
+    """The Docker engine (the SDK's client from the environment)."""
+    import docker
+    client = docker.from_env()
+    yield client
+    client.close()
 
 
 def pytest_report_header(config):  # pylint: disable=unused-argument

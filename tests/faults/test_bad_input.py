@@ -136,14 +136,6 @@ def host_state(engine, store_path):
 
 
 @pytest.fixture
-def engine():
-    import docker
-    client = docker.from_env()
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def store_path(tmp_path):
     return str(tmp_path / 'state' / 'store.db')
 

@@ -82,18 +82,18 @@ def converge(args, tmp_path, tag):
         raise AssertionError('no result (rc %s): %s %s' % (proc.returncode, out[-2000:], err[-2000:]))
 
 
-def engine_view(client, cluster):
+def engine_view(engine, cluster):
     """Every container of the cluster and every holder of its tasks: name -> (status, labels)."""
     out = {}
-    for c in client.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
         out[c.name] = (c.status, c.labels)
     return out
 
 
-def starts(client, cluster, since):
+def starts(engine, cluster, since):
     """container name -> how many times the engine started a container of that name, since `since`."""
     counts = {}
-    for ev in client.api.events(since=since, until=int(time.time()) + 1, decode=True,
+    for ev in engine.api.events(since=since, until=int(time.time()) + 1, decode=True,
                                 filters={'type': 'container', 'event': 'start', 'label': 'drover.cluster=%s' % cluster}):
         name = ev['Actor']['Attributes'].get('name')
         counts[name] = counts.get(name, 0) + 1
@@ -125,11 +125,11 @@ def cred_links():
     return sorted(line.split(': ')[1].split('@')[0] for line in out.splitlines() if line.split(': ')[1].startswith('dv'))
 
 
-def check_converged(client, cluster, store_path, result, context):
+def check_converged(engine, cluster, store_path, result, context):
     assert not result.get('failed'), (context, result.get('msg'))
     assert sorted((t['name'], t['last_status']) for t in result['tasks']) == sorted(
         (cluster + n, 'RUNNING') for n in ('-gpu', '-pair', '-plain', '-vpc')), (context, result['tasks'])
-    view = engine_view(client, cluster)
+    view = engine_view(engine, cluster)
     tasks = dict((n, v) for n, v in view.items() if v[1].get('drover.role') == 'task')
     holders = dict((n, v) for n, v in view.items() if v[1].get('drover.role') == 'netns-holder')
     assert set(tasks) == expected(cluster), (context, sorted(view))
@@ -142,23 +142,15 @@ def check_converged(client, cluster, store_path, result, context):
     assert len(netns_of(cluster)) == 1, (context, netns_of(cluster))
 
 
-def check_gone(client, cluster, store_path, context):
-    assert engine_view(client, cluster) == {}, context
+def check_gone(engine, cluster, store_path, context):
+    assert engine_view(engine, cluster) == {}, context
     stored = store_view(store_path)
     assert (stored['pin_rows'], stored['links'], stored['creds'], stored['tasks']) == (0, 0, [], []), (context, stored)
     assert netns_of(cluster) == [] and cred_links() == [], (context, netns_of(cluster), cred_links())
 
 
 @pytest.fixture
-def client():
-    import docker
-    c = docker.from_env()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def trial(client, tmp_path):
+def trial(engine, tmp_path):
     """A cluster, a store and a plugged stand-in ENI of the trial's own; everything goes afterwards."""
     cluster = 'f%s' % uuid.uuid4().hex[:6]
     eni = FakeEni(_SUBNETS.pop(0))
@@ -167,13 +159,13 @@ def trial(client, tmp_path):
     yield cluster, eni, store_path
     args = declaration(cluster, eni, store_path)
     converge(dict(args, tasks=[]), tmp_path, 'cleanup')
-    for c in client.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
         c.remove(force=True)
     eni.unplug()
 
 
 @pytest.mark.parametrize('number', range(TRIALS))
-def test_killed_converge_then_converged(client, trial, tmp_path, number):
+def test_killed_converge_then_converged(engine, trial, tmp_path, number):
     cluster, eni, store_path = trial
     rng = random.Random(SEED * 1000 + number)
     delay = rng.uniform(0.0, 3.0)
@@ -184,12 +176,12 @@ def test_killed_converge_then_converged(client, trial, tmp_path, number):
     time.sleep(delay)
     victim.send_signal(signal.SIGKILL)
     victim.communicate(timeout=60)
-    made = sorted(n for n, v in engine_view(client, cluster).items())
+    made = sorted(n for n, v in engine_view(engine, cluster).items())
     print('%s; the killed converge had made %d of 6 containers' % (context, len(made)))
 
     result = converge(args, tmp_path, 'after')
-    check_converged(client, cluster, store_path, result, context)
-    counts = starts(client, cluster, since)
+    check_converged(engine, cluster, store_path, result, context)
+    counts = starts(engine, cluster, since)
     twice = dict((n, k) for n, k in counts.items() if k > 1)
     assert twice == {}, (context, 'started twice', twice)
     again = converge(args, tmp_path, 'again')
@@ -197,11 +189,11 @@ def test_killed_converge_then_converged(client, trial, tmp_path, number):
 
     gone = converge(dict(args, tasks=[]), tmp_path, 'purge')
     assert gone['changed'], context
-    check_gone(client, cluster, store_path, context)
+    check_gone(engine, cluster, store_path, context)
 
 
 @pytest.mark.parametrize('number', range(RACES))
-def test_two_converges_at_once(client, trial, tmp_path, number):
+def test_two_converges_at_once(engine, trial, tmp_path, number):
     cluster, eni, store_path = trial
     context = 'race %d' % number
     args = declaration(cluster, eni, store_path)
@@ -212,7 +204,7 @@ def test_two_converges_at_once(client, trial, tmp_path, number):
     assert [r.get('failed', False) for r in results] == [False, False], (context, [r.get('msg') for r in results])
     # The lock serialised them: one started everything, the other found it done.
     assert sorted(r['changed'] for r in results) == [False, True], (context, [r['changed'] for r in results])
-    check_converged(client, cluster, store_path, [r for r in results if r['changed']][0], context)
-    assert dict((n, k) for n, k in starts(client, cluster, since).items() if k > 1) == {}, context
-    assert set(starts(client, cluster, since)) == expected(cluster) | set(
-        n for n, v in engine_view(client, cluster).items() if v[1].get('drover.role') == 'netns-holder'), context
+    check_converged(engine, cluster, store_path, [r for r in results if r['changed']][0], context)
+    assert dict((n, k) for n, k in starts(engine, cluster, since).items() if k > 1) == {}, context
+    assert set(starts(engine, cluster, since)) == expected(cluster) | set(
+        n for n, v in engine_view(engine, cluster).items() if v[1].get('drover.role') == 'netns-holder'), context

@@ -47,15 +47,7 @@ def run(args, tmp_path, tag):
 
 
 @pytest.fixture
-def client():
-    import docker
-    c = docker.from_env()
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def pools(client, tmp_path):
+def pools(engine, tmp_path):
     tag = uuid.uuid4().hex[:6]
     standin = StandIn(token=TOKEN).start()
     standin.add_repo('octo/a%s' % tag)
@@ -70,21 +62,21 @@ def pools(client, tmp_path):
     try:
         run(dict(args, pools=[], purge=True, kill_busy=True), tmp_path, 'cleanup')
     finally:
-        for c in client.containers.list(all=True, filters={'label': 'drover.role=runner'}):
+        for c in engine.containers.list(all=True, filters={'label': 'drover.role=runner'}):
             if c.labels.get('drover.pool', '').startswith('k' + tag):
                 c.remove(force=True)
         standin.stop()
     assert standin.violations == [], standin.violations
 
 
-def runner_boxes(client, tag):
-    return dict((c.name, c.status) for c in client.containers.list(all=True, filters={'label': 'drover.role=runner'})
+def runner_boxes(engine, tag):
+    return dict((c.name, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.role=runner'})
                 if c.labels.get('drover.pool', '').startswith('k' + tag))
 
 
-def starts(client, since, tag):
+def starts(engine, since, tag):
     counts = {}
-    for ev in client.api.events(since=since, until=int(time.time()) + 1, decode=True,
+    for ev in engine.api.events(since=since, until=int(time.time()) + 1, decode=True,
                                 filters={'type': 'container', 'event': 'start', 'label': 'drover.role=runner'}):
         name = ev['Actor']['Attributes'].get('name', '')
         if ev['Actor']['Attributes'].get('drover.pool', '').startswith('k' + tag):
@@ -93,7 +85,7 @@ def starts(client, since, tag):
 
 
 @pytest.mark.parametrize('number', range(TRIALS))
-def test_killed_pool_pass_then_converged(client, pools, tmp_path, number):
+def test_killed_pool_pass_then_converged(engine, pools, tmp_path, number):
     args, standin, tag = pools
     delay = random.Random(SEED * 1000 + 500 + number).uniform(0.0, 2.5)
     context = 'seed %d pool trial %d: killed after %.2f s' % (SEED, number, delay)
@@ -112,10 +104,10 @@ def test_killed_pool_pass_then_converged(client, pools, tmp_path, number):
     registered = sorted(r['name'] for r in standin.state()['runners'])
     assert registered == held, (context, registered, held)
     # Every runner container is one a slot holds, running.
-    assert runner_boxes(client, tag) == dict((n, 'running') for n in held), (context, runner_boxes(client, tag))
+    assert runner_boxes(engine, tag) == dict((n, 'running') for n in held), (context, runner_boxes(engine, tag))
     # No JIT config file without its live runner.
     jit_dir = os.path.join(os.path.dirname(args['store_path']), 'jit')
     assert sorted(os.listdir(jit_dir)) == held, (context, sorted(os.listdir(jit_dir)), held)
-    twice = dict((n, k) for n, k in starts(client, since, tag).items() if k > 1)
+    twice = dict((n, k) for n, k in starts(engine, since, tag).items() if k > 1)
     assert twice == {}, (context, 'started twice', twice)
     assert TOKEN not in json.dumps(after)

@@ -22,14 +22,6 @@ GPUS = ['GPU-5708e000-0000-4000-8000-%012d' % i for i in range(1, 3)]
 
 
 @pytest.fixture
-def engine():
-    import docker
-    client = docker.from_env()
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def declared(module_runner, engine, tmp_path):
     cluster = 's%s' % uuid.uuid4().hex[:8]
     store_path = str(tmp_path / 'state' / 'store.db')
