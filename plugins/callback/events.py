@@ -234,25 +234,23 @@ def is_drover(task):
     return isinstance(action, str) and action.startswith('drover.fleet.')
 
 
+def _views(data, one, many):
+    """The mappings of one result (or loop item) under `one` (a mapping) and `many` (a list of them)."""
+    found = [data[one]] if isinstance(data.get(one), dict) else []
+    if isinstance(data.get(many), list):
+        found.extend(data[many])
+    return [v for v in found if isinstance(v, dict)]
+
+
 def task_views(data):
     """The ecs_task / ecs_task_info task views of one result (or loop item)."""
-    found = []
-    if isinstance(data.get('task'), dict):
-        found.append(data['task'])
-    if isinstance(data.get('tasks'), list):
-        found.extend(data['tasks'])
-    return [v for v in found if isinstance(v, dict) and isinstance(v.get('name'), str)
+    return [v for v in _views(data, 'task', 'tasks') if isinstance(v.get('name'), str)
             and isinstance(v.get('cluster'), str) and isinstance(v.get('last_status'), str)]
 
 
 def pool_views(data):
     """The gh_runner_slot / gh_runner_info pool views of one result (or loop item)."""
-    found = []
-    if isinstance(data.get('pool'), dict):
-        found.append(data['pool'])
-    if isinstance(data.get('pools'), list):
-        found.extend(data['pools'])
-    return [v for v in found if isinstance(v, dict) and isinstance(v.get('name'), str)
+    return [v for v in _views(data, 'pool', 'pools') if isinstance(v.get('name'), str)
             and isinstance(v.get('slots'), list)]
 
 

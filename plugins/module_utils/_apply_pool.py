@@ -149,10 +149,7 @@ class PoolPass:
                 try:
                     self.engine.start(occ['container_id'])
                     occ['state'] = 'running'
-                    self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now,
-                                                      runner_name=occ['runner_name'], runner_id=occ['runner_id'],
-                                                      slot=idx + 1))
-                    self.started.append(occ['runner_name'])
+                    self._started(occ['runner_name'], occ['runner_id'], idx)
                 except EngineError as exc:
                     self.warnings.append('pool %s: cannot start %s, left created by an earlier pass: %s'
                                          % (self.spec.pool, occ['runner_name'], exc))
@@ -279,10 +276,13 @@ class PoolPass:
             return False
         occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid, 'started_at': self.now,
                           'state': 'running', 'busy': False}
+        self._started(name, runner_id, idx)
+        return True
+
+    def _started(self, name, runner_id, idx):
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
                                           runner_id=runner_id, slot=idx + 1))
         self.started.append(name)
-        return True
 
     def _hold(self, cause, error):
         self.state, events = plan_mod.hold(self.state, self.spec.pool, cause, self.now, error)
@@ -341,11 +341,10 @@ def _client(spec, params, where, github_factory):
         raise TaskFailure('%sGitHub auth: %s' % (where, str(exc)[:300] or exc.__class__.__name__))
 
 
-def _declared(params, github_factory):
-    """Each declared pool checked, with its GitHub client: [(where, spec, params, gh)]. Raises TaskFailure
-    before the host is touched."""
+def _declared(params, mid, github_factory):
+    """Each declared pool checked, with its GitHub client: [(where, spec, params, gh)]; `mid`: this host's
+    machine ID, unless a pool names its own. Raises TaskFailure before the host is touched."""
     out = []
-    mid = params.get('machine_id') or machine_id()
     try:
         for where, decl in declarations(params):
             prefix = '%s: ' % where if where else ''
@@ -373,7 +372,7 @@ def _distinct_names(spec, where, earlier):
                             % (where, spec.profile.name, other_where.rstrip(': ')))
 
 
-def _purged(params, store, listing, declared, github_factory):
+def _purged(params, mid, store, listing, declared, github_factory):
     """The pools this host holds (in its store, or only as runner containers) that a `pools` call with purge
     no longer declares: drained, with the call's own options (GitHub address and credentials) and the owner
     the store or the containers' labels recorded."""
@@ -382,7 +381,6 @@ def _purged(params, store, listing, declared, github_factory):
                   if c['labels'].get('drover.pool'))
     owners.update((row['pool'], row['owner']) for row in store.pools())
     out = []
-    mid = params.get('machine_id') or machine_id()
     for name in sorted(set(owners) - names):
         where = 'purge: pool %s, which this host holds and pools no longer declares, is drained; ' % name
         decl = dict((k, v) for k, v in params.items() if k not in ('pools', 'purge', 'profile', 'labels'))
@@ -432,12 +430,13 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir):
 def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     """The gh_runner_slot module's one call: one pass over `pool`, or over every pool of `pools` (one engine
     listing, one store and one host lock for all of them). Returns the result dict; raises TaskFailure."""
-    declared = _declared(params, github_factory)
+    mid = params.get('machine_id') or machine_id()
+    declared = _declared(params, mid, github_factory)
     engine, store, lock = open_host(params, check_mode)
     try:
         listing = engine.list_role(ROLE)
         if params.get('pools') is not None and params.get('purge'):
-            declared = declared + _purged(params, store, listing, declared, github_factory)
+            declared = declared + _purged(params, mid, store, listing, declared, github_factory)
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
         results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir)

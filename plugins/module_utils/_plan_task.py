@@ -55,6 +55,11 @@ def failed(reason):
     return not (reason or '').endswith(' exited (0)')
 
 
+def restarts(policy, reason):
+    """Whether a run that ended with `reason` runs again under the restart `policy`."""
+    return policy == 'always' or (policy == 'on-failure' and failed(reason))
+
+
 def iso(ts):
     if ts is None:
         return None
@@ -124,8 +129,7 @@ def _stop(record, reason, now, restart, containers, stop_reason_given=False):
     rec['stopped_reason'] = reason
     rec['stopped_at'] = now
     rec['containers'] = containers
-    restarts = restart == 'always' or (restart == 'on-failure' and failed(reason))
-    if restarts and not stop_reason_given:
+    if restarts(restart, reason) and not stop_reason_given:
         started = rec.get('started_at')
         stable = started is not None and now - started >= STABLE_RUN
         rec['streak'] = 1 if stable else (rec.get('streak') or 0) + 1
@@ -178,8 +182,7 @@ def _new_run(plan, decl, record, now, keep_streak):
 def _restart_now(plan, decl, stopped, now):
     """A run that just stopped, whose restart policy runs it again and that is not held: the next run
     starts in the same pass (the stopped run is reported first; its containers go before the new ones)."""
-    restarts = decl.restart == 'always' or (decl.restart == 'on-failure' and failed(stopped.get('stopped_reason')))
-    if restarts and stopped.get('hold_until') is None:
+    if restarts(decl.restart, stopped.get('stopped_reason')) and stopped.get('hold_until') is None:
         _new_run(plan, decl, stopped, now, keep_streak=True)
 
 
@@ -321,9 +324,8 @@ def plan_task(decl, observed, stored, now):
         return plan
     # STOPPED, still wanted running: the restart policy decides.
     reason = record.get('stopped_reason')
-    restarts = decl.restart == 'always' or (decl.restart == 'on-failure' and failed(reason))
     record['restart'] = decl.restart
-    if restarts:
+    if restarts(decl.restart, reason):
         hold = record.get('hold_until')
         if hold is None or now >= hold:
             _new_run(plan, decl, record, now, keep_streak=True)
