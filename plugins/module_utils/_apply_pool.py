@@ -104,7 +104,8 @@ class PoolPass:
 
     def _api_open(self):
         if self.api_wait and self.now < self.api_wait:
-            self.warnings.append('GitHub asked for no requests until %s: no listing this pass' % iso(self.api_wait))
+            self.warnings.append('pool %s: GitHub asked for no requests until %s: no listing this pass'
+                                 % (self.spec.pool, iso(self.api_wait)))
             return False
         return True
 
@@ -114,10 +115,12 @@ class PoolPass:
             return call(*args), True
         except RateLimited as exc:
             self.api_wait = exc.reset
-            self.warnings.append(str(exc))
+            self.warnings.append('pool %s: %s' % (self.spec.pool, exc))
             self.events.append(plan_mod.event('github.rate_limited', self.spec.pool, self.now, until=iso(exc.reset)))
         except GitHubError as exc:
-            self.warnings.append('%s: %s' % (what, exc))
+            self.warnings.append('pool %s: %s' % (self.spec.pool, exc))
+            self.events.append(plan_mod.event('github.error', self.spec.pool, self.now, call=what, status=exc.status,
+                                              error=str(exc)))
         return None, False
 
     # --- steps -----------------------------------------------------------------------------------

@@ -291,7 +291,9 @@ queued:
 events:
   description:
     - C(runner.started), C(runner.ended) (with C(took_job), C(oom_killed), C(exit_code)), C(runner.stopped),
-      C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited).
+      C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited),
+      C(github.error) (a GitHub request that failed otherwise, with C(call), C(status) and C(error); the pass
+      decides nothing from a listing it could not read).
   returned: always
   type: list
   elements: dict

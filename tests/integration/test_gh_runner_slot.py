@@ -175,6 +175,8 @@ def test_server_errors_decide_nothing(engine, standin, pool, pool_name):
     standin.fail('server_error', count=1)
     r = pool()
     assert not r.failed and r['started'] == [] and containers(engine, pool_name) == {}
+    assert [(e['event'], e['call'], e['status']) for e in r['events']] == [('github.error', 'list runners', 502)]
+    assert warnings_of(r)[0].startswith('pool %s: list runners of repos/octo/app: 502' % pool_name), warnings_of(r)
     assert len(pool()['started']) == 1
 
 

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+"""What the runner-pool fault tests share: gh_runner_slot run as Ansible runs it (a process of its own, its
+arguments in a file), two pools of their own against an in-process GitHub stand-in, and views of the engine."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DEV = os.path.join(ROOT, 'collection', 'dev')
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
+from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
+
+RUNNER_IMAGE = 'drover.local/runner:1'
+
+
+def module_process(args, tmp_path, tag):
+    path = str(tmp_path / ('args-%s.json' % tag))
+    with open(path, 'w') as handle:
+        json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=False, _ansible_diff=False)}, handle)
+    return subprocess.Popen([sys.executable, '-m', 'ansible_collections.drover.fleet.plugins.modules.gh_runner_slot',
+                             path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=DEV),
+                            text=True)
+
+
+def run(args, tmp_path, tag, raw=False):
+    """The module's result; with raw, (result, stdout + stderr)."""
+    out, err = module_process(args, tmp_path, tag).communicate(timeout=300)
+    try:
+        result = json.loads(out[out.index('{'):])
+    except ValueError:
+        raise AssertionError('no result: %s %s' % (out[-2000:], err[-2000:]))
+    return (result, out + err) if raw else result
+
+
+class PoolRig:
+    """Two pools (`k<tag>a`, `k<tag>b`, 2 slots each) of repositories of their own at a fresh stand-in, and a
+    store of their own; `close()` drains them and checks that the stand-in saw no OpenAPI violation."""
+
+    def __init__(self, tmp_path, token, **pool_args):
+        self.tag = uuid.uuid4().hex[:6]
+        self.tmp_path = tmp_path
+        self.token = token
+        self.standin = StandIn(token=token).start()
+        self.repos = dict((p, 'octo/%s%s' % (p, self.tag)) for p in 'ab')
+        for repo in self.repos.values():
+            self.standin.add_repo(repo)
+        self.store_path = str(tmp_path / 'state' / 'store.db')
+        self.args = dict({
+            'store_path': self.store_path, 'api_url': self.standin.url, 'token': token,
+            'machine_id': 'k' + self.tag, 'labels': ['self-hosted', 'linux'], 'scale': 'fixed',
+            'pools': [{'pool': self.pool(p), 'repository': self.repos[p],
+                       'profile': {'name': 'k' + p, 'image': RUNNER_IMAGE, 'slots': 2, 'network_mode': 'host',
+                                   'memory': 64, 'environment': {'DROVER_POLL_SECONDS': '30'}}} for p in 'ab']},
+            **pool_args)
+
+    def pool(self, letter):
+        return 'k%s%s' % (self.tag, letter)
+
+    @property
+    def jit_dir(self):
+        return os.path.join(os.path.dirname(self.store_path), 'jit')
+
+    def close(self, engine):
+        try:
+            self.standin.clear_faults()
+            run(dict(self.args, pools=[], purge=True, kill_busy=True), self.tmp_path, 'cleanup')
+        finally:
+            for c in engine.containers.list(all=True, filters={'label': 'drover.role=runner'}):
+                if c.labels.get('drover.pool', '').startswith('k' + self.tag):
+                    c.remove(force=True)
+            self.standin.stop()
+        assert self.standin.violations == [], self.standin.violations
+
+    def boxes(self, engine):
+        """name -> status of this rig's runner containers."""
+        return dict((c.name, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.role=runner'})
+                    if c.labels.get('drover.pool', '').startswith('k' + self.tag))
+
+    def starts(self, engine, since):
+        """name -> how many times the engine started a runner container of this rig since `since`."""
+        counts = {}
+        for ev in engine.api.events(since=since, until=int(time.time()) + 1, decode=True,
+                                    filters={'type': 'container', 'event': 'start', 'label': 'drover.role=runner'}):
+            name = ev['Actor']['Attributes'].get('name', '')
+            if ev['Actor']['Attributes'].get('drover.pool', '').startswith('k' + self.tag):
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def check_converged(self, engine, result, context, per_pool=2):
+        """Every slot holds a running runner that is registered, and nothing else exists: no other
+        registration at the stand-in, no other runner container, no JIT config file of no live runner."""
+        assert not result.get('failed'), (context, result.get('msg'))
+        slots = [s for p in result['pools'] for s in p['slots']]
+        held = sorted(s['runner_name'] for s in slots if s['runner_name'])
+        assert len(held) == 2 * per_pool, (context, slots)
+        registered = sorted(r['name'] for r in self.standin.state()['runners'])
+        assert registered == held, (context, 'registrations', registered, held)
+        assert self.boxes(engine) == dict((n, 'running') for n in held), (context, self.boxes(engine))
+        assert sorted(os.listdir(self.jit_dir)) == held, (context, sorted(os.listdir(self.jit_dir)), held)
+        twice = dict((n, k) for n, k in self.starts(engine, self.since).items() if k > 1)
+        assert twice == {}, (context, 'started twice', twice)
+        assert self.token not in json.dumps(result)
+        return held
+
+    since = 0
