@@ -99,16 +99,20 @@ molecule: setup
 	$(VENV)/bin/molecule test -s runners
 	$(VENV)/bin/molecule test -s reconcile
 
-# Faults: the module killed at random moments, converges racing (tests/faults). make test runs a few trials;
-# `make faults` the long run (FAULT_TRIALS, FAULT_RACES: 20 each; FAULT_SEED to replay a failure).
+# Faults (tests/faults): modules killed at random moments, converges and reconciles racing, GitHub fault
+# bursts, the engine restarted, bad declarations and role variables, a damaged store. make test runs a few
+# trials; `make faults` the long run (FAULT_TRIALS, FAULT_RACES: 20 each, FAULT_RESTARTS: 3; FAULT_SEED to
+# replay a failure: every trial prints it).
 FAULT_TRIALS ?= 20
 FAULT_RACES ?= 20
+FAULT_RESTARTS ?= 3
 faults-ci: setup
-	FAULT_TRIALS=3 FAULT_RACES=3 $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	FAULT_TRIALS=3 FAULT_RACES=3 FAULT_RESTARTS=1 $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
 	hack/leaks.sh
 
 faults: setup
-	FAULT_TRIALS=$(FAULT_TRIALS) FAULT_RACES=$(FAULT_RACES) $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	FAULT_TRIALS=$(FAULT_TRIALS) FAULT_RACES=$(FAULT_RACES) FAULT_RESTARTS=$(FAULT_RESTARTS) \
+	  $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
 	hack/leaks.sh
 
 # ansible-galaxy collection build + install, and the installed collection's playbooks run by their FQCN

@@ -24,7 +24,7 @@ options:
     default: 60
   store_path:
     description:
-      - The host store, an SQLite database of what cannot be read back from the engine.
+      - The host store, an SQLite database of what cannot be read back from the engine; an absolute path.
       - Created on first use with mode C(0600) in a directory of mode C(0700). The host lock is a file
         beside it named after it with C(.lock) appended.
     type: path

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import HAS_DOCKER, DOCKER_IMPORT_ERROR
@@ -47,7 +49,7 @@ def make_module(**kwargs):
     of them) fails with a message that names it, not with a traceback: ansible-core (2.19) looks into the
     sub-options before it checks the value's type."""
     try:
-        return AnsibleModule(**kwargs)
+        module = AnsibleModule(**kwargs)
     except (TypeError, AttributeError) as exc:
         spec = kwargs.get('argument_spec') or {}
         # Every option taken as it is (no sub-option is looked into), the top-level secrets still hidden.
@@ -61,4 +63,9 @@ def make_module(**kwargs):
             type(bare.params[k]).__name__) for k in bad)
         # No module argument is echoed: nested ones were not checked, so no_log ones among them are not hidden.
         bare.fail_json(msg=what, invocation={'module_args': {}}, exception_type=exc.__class__.__name__)
-    return None
+        return None
+    store_path = module.params.get('store_path')
+    if store_path is not None and not os.path.isabs(store_path):
+        # A relative store would be a new, empty one in whatever directory the module runs in.
+        module.fail_json(msg='store_path must be an absolute path, got %r' % store_path)
+    return module

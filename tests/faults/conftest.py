@@ -18,4 +18,6 @@ def engine():
 
 def pytest_report_header(config):  # pylint: disable=unused-argument
     from test_kill_and_race import RACES, SEED, TRIALS
-    return 'faults: FAULT_SEED=%d, %d kill trials, %d races' % (SEED, TRIALS, RACES)
+    from test_engine_restart import RESTARTS
+    return 'faults: FAULT_SEED=%d, %d kill trials and fault bursts, %d races, %d engine restarts' % (
+        SEED, TRIALS, RACES, RESTARTS)

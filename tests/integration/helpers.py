@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 
 IMAGE = os.environ.get('DROVER_BUSYBOX_IMAGE', 'drover.local/busybox:1')
@@ -95,3 +97,38 @@ def net_snapshot(engine, path, scope=None):
     # Docker's own veth* (bridge containers of other tasks) come and go; ours are dv* and the stand-in ENIs.
     snap['links'] = [l for l in host_links() if not l[0].startswith('veth')]
     return snap
+
+
+def dockerd_pids():
+    out = subprocess.run(['pgrep', '-x', 'dockerd'], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def restart_engine():
+    """Stop the Docker engine (SIGTERM: it stops the containers on its way down) and start it again with
+    hack/engine.sh; returns when it answers."""
+    for pid in dockerd_pids():
+        os.kill(pid, 15)
+    wait_for(lambda: not dockerd_pids(), timeout=60)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([os.path.join(root, 'hack', 'engine.sh')], check=True, capture_output=True, timeout=120)
+
+
+def ansible_env(tmp_path, extra=None):
+    """The environment of an ansible-playbook run of a test: the collection from the work tree, this
+    interpreter, homes and temporary files under tmp_path, no colour, never the machine's own fleet-wide
+    holds or callback settings."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith(('DROVER_EVENTS_', 'ANSIBLE_')))
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(root, 'collection', 'dev'),
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
+        ANSIBLE_NOCOLOR='1',
+        ANSIBLE_FORCE_COLOR='0',
+        ANSIBLE_LOCALHOST_WARNING='false',
+        DROVER_EVENTS_FLEET_STATE_PATH=str(tmp_path / 'controller' / 'fleet-holds.json'),
+    )
+    env.update(extra or {})
+    return env

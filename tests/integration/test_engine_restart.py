@@ -4,27 +4,11 @@ what stopped, and never starts a duplicate. Runs last in its module: it restarts
 
 from __future__ import absolute_import, division, print_function
 
-import os
-import subprocess
 import time
 
 import docker
 
-from helpers import container, statuses, wait_for
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def dockerd_pids():
-    out = subprocess.run(['pgrep', '-x', 'dockerd'], capture_output=True, text=True, check=False).stdout
-    return [int(p) for p in out.split()]
-
-
-def restart_engine():
-    for pid in dockerd_pids():
-        os.kill(pid, 15)
-    wait_for(lambda: not dockerd_pids(), timeout=60)
-    subprocess.run([os.path.join(ROOT, 'hack', 'engine.sh')], check=True, capture_output=True, timeout=120)
+from helpers import container, restart_engine, statuses
 
 
 def test_engine_restart_finds_every_task_and_starts_no_duplicate(engine, cluster, converge, store_path, tmp_path):

@@ -17,11 +17,10 @@ import sys
 
 import pytest
 
-from helpers import IMAGE, task_containers, wait_for
+from helpers import IMAGE, ansible_env, task_containers, wait_for
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEV = os.path.join(ROOT, 'collection', 'dev')   # tests/conftest.py links the collection in there
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 RUNNER_IMAGE = 'drover.local/runner:1'
 REPO = 'octo/roles'
@@ -30,19 +29,7 @@ RECAP = re.compile(r'^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d
 
 def playbook(target, tmp_path, extra, env=None, check=False):
     """Run ansible-playbook on localhost (local connection, this interpreter); return (rc, output)."""
-    run_env = dict((k, v) for k, v in os.environ.items() if not k.startswith(('DROVER_EVENTS_', 'ANSIBLE_')))
-    run_env.update(
-        ANSIBLE_COLLECTIONS_PATH=DEV,
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
-        ANSIBLE_NOCOLOR='1',
-        ANSIBLE_FORCE_COLOR='0',
-        ANSIBLE_LOCALHOST_WARNING='false',
-        # never the machine's own fleet-wide holds
-        DROVER_EVENTS_FLEET_STATE_PATH=str(tmp_path / 'controller' / 'fleet-holds.json'),
-    )
-    run_env.update(env or {})
+    run_env = ansible_env(tmp_path, env)
     command = [ANSIBLE_PLAYBOOK, '-i', 'localhost,', '-c', 'local', '-e', json.dumps(extra), target]
     if check:
         command.append('--check')
