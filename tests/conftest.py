@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Shared test set-up: make the repository importable as ansible_collections.drover.fleet, and run
-modules in-process the way Ansible does (arguments in, one JSON result out)."""
+"""Shared test set-up: make the repository importable as ansible_collections.drover.fleet, run modules
+in-process the way Ansible does (arguments in, one JSON result out), and sweep the whole session for the
+secrets the tests use (tests/sweep.py; DROVER_SWEEP=0 turns it off)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,6 +21,37 @@ if not os.path.islink(LINK):
     os.symlink(ROOT, LINK)
 if DEV not in sys.path:
     sys.path.insert(0, DEV)
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
+
+from sweep import SWEEP  # noqa: E402  pylint: disable=wrong-import-position
+from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
+
+SWEEPING = os.environ.get('DROVER_SWEEP', '1') != '0'
+
+
+def pytest_sessionstart(session):  # pylint: disable=unused-argument
+    if SWEEPING:
+        StandIn.secret_hook = SWEEP.register
+        SWEEP.start()
+
+
+def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argument
+    if not SWEEPING:
+        return
+    SWEEP.stop()
+    factory = getattr(session.config, '_tmp_path_factory', None)
+    if factory is not None and getattr(factory, '_basetemp', None) is not None:
+        SWEEP.files(str(factory.getbasetemp()))
+    SWEEP.engine_log()
+    if SWEEP.hits:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SWEEPING:
+        terminalreporter.write_line(SWEEP.summary())
+        for hit in SWEEP.hits:
+            terminalreporter.write_line('  secret found: %s' % hit, red=True)
 
 
 class ModuleResult(dict):
@@ -51,6 +83,7 @@ def run_module(name, args, check=False, diff=False):
         except SystemExit:
             pass
     text = out.getvalue()
+    SWEEP.look(text, 'result of module %s' % name)
     try:
         return ModuleResult(json.loads(text))
     except ValueError:

@@ -17,12 +17,13 @@ DEV = os.path.join(ROOT, 'collection', 'dev')
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
+from sweep import given, look  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
 RUNNER_IMAGE = 'drover.local/runner:1'
 
 
 def module_process(args, tmp_path, tag):
-    path = str(tmp_path / ('args-%s.json' % tag))
+    path = given(str(tmp_path / ('args-%s.json' % tag)))
     with open(path, 'w') as handle:
         json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=False, _ansible_diff=False)}, handle)
     return subprocess.Popen([sys.executable, '-m', 'ansible_collections.drover.fleet.plugins.modules.gh_runner_slot',
@@ -33,6 +34,7 @@ def module_process(args, tmp_path, tag):
 def run(args, tmp_path, tag, raw=False):
     """The module's result; with raw, (result, stdout + stderr)."""
     out, err = module_process(args, tmp_path, tag).communicate(timeout=300)
+    look(out + err, 'gh_runner_slot process output')
     try:
         result = json.loads(out[out.index('{'):])
     except ValueError:

@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 from helpers import store_rows  # noqa: E402  pylint: disable=wrong-import-position
+from sweep import register  # noqa: E402  pylint: disable=wrong-import-position
 
 IMAGE = 'drover.local/busybox:1'
 ROLE = 'arn:aws:iam::123456789012:role/bad'
 MAC = '02:00:c6:12:bb:01'
-TOKEN = 'ghp_sentinel_bad_input_%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel_bad_input_%s' % uuid.uuid4().hex)
 
 
 def box(name='main', **kw):

@@ -19,13 +19,14 @@ import uuid
 import pytest
 
 from poolrig import PoolRig, run
+from sweep import register  # pylint: disable=wrong-import-order
 from helpers import restart_engine  # pylint: disable=wrong-import-order
 from netfix import FakeEni  # pylint: disable=wrong-import-order
 from test_kill_and_race import (cred_links, converge, declaration, engine_view,  # pylint: disable=wrong-import-order
                                 netns_of, store_view)
 
 RESTARTS = int(os.environ.get('FAULT_RESTARTS', '1'))
-TOKEN = 'ghp_sentinel_restart_%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel_restart_%s' % uuid.uuid4().hex)
 
 
 @pytest.fixture

@@ -24,11 +24,12 @@ import uuid
 import pytest
 
 from poolrig import PoolRig, run
+from sweep import register  # pylint: disable=wrong-import-order
 from helpers import warnings_of  # pylint: disable=wrong-import-order
 
 TRIALS = int(os.environ.get('FAULT_TRIALS', '3'))
 SEED = int(os.environ.get('FAULT_SEED', str(int(time.time()))))
-TOKEN = 'ghp_sentinel_bursts_%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel_bursts_%s' % uuid.uuid4().hex)
 PASSES = 6
 FAILING = ('server_error', 'rate_limit', 'slow', 'truncated')
 

@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 from netfix import FakeEni, ip  # noqa: E402  pylint: disable=wrong-import-position
+from sweep import given, look  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
 DEV = os.path.join(ROOT, 'collection', 'dev')
 IMAGE = 'drover.local/busybox:1'
@@ -65,7 +66,7 @@ def expected(cluster):
 
 def module_process(args, tmp_path, tag):
     """The ecs_task module as Ansible runs it: a process of its own, its arguments in a file."""
-    path = str(tmp_path / ('args-%s.json' % tag))
+    path = given(str(tmp_path / ('args-%s.json' % tag)))
     with open(path, 'w') as handle:
         json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=False, _ansible_diff=False)}, handle)
     env = dict(os.environ, PYTHONPATH=DEV)
@@ -76,6 +77,7 @@ def module_process(args, tmp_path, tag):
 def converge(args, tmp_path, tag):
     proc = module_process(args, tmp_path, tag)
     out, err = proc.communicate(timeout=300)
+    look(out + err, 'ecs_task process output')
     try:
         return json.loads(out[out.index('{'):])
     except ValueError:

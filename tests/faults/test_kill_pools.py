@@ -15,10 +15,11 @@ import uuid
 import pytest
 
 from poolrig import PoolRig, module_process, run
+from sweep import register  # pylint: disable=wrong-import-order
 
 TRIALS = int(os.environ.get('FAULT_TRIALS', '3'))
 SEED = int(os.environ.get('FAULT_SEED', str(int(time.time()))))
-TOKEN = 'ghp_sentinel_faults_%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel_faults_%s' % uuid.uuid4().hex)
 
 
 @pytest.fixture

@@ -22,8 +22,9 @@ import uuid
 import pytest
 import yaml
 
-import poolrig  # noqa: F401  pylint: disable=unused-import (puts tests/integration on the path)
+import poolrig  # noqa: F401  pylint: disable=unused-import  # it puts tests/integration on the path
 from helpers import IMAGE, ansible_env, host_links, netns_list, wait_for  # pylint: disable=wrong-import-order
+from sweep import given, look  # pylint: disable=wrong-import-order
 
 RACES = int(os.environ.get('FAULT_RACES', '3'))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
@@ -31,7 +32,7 @@ ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbo
 
 def playbook(tmp_path, target, inventory, args=()):
     """Start ansible-playbook with an inventory file (a dict), each result printed as one JSON line; a Popen."""
-    path = tmp_path / ('inventory-%s.yml' % uuid.uuid4().hex[:6])
+    path = given(tmp_path / ('inventory-%s.yml' % uuid.uuid4().hex[:6]))
     path.write_text(yaml.safe_dump(inventory))
     env = ansible_env(tmp_path, {'ANSIBLE_CALLBACK_RESULT_FORMAT': 'json', 'ANSIBLE_CALLBACK_FORMAT_PRETTY': 'false',
                                  'ANSIBLE_DISPLAY_OK_HOSTS': 'true'})
@@ -47,6 +48,7 @@ RECAP = re.compile(r'^(\S+)\s*: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+f
 def finished(proc):
     """(rc, {host: [(task, result)]}, {host: (ok, changed, unreachable, failed)}, output)."""
     out = proc.communicate(timeout=600)[0]
+    look(out, 'ansible-playbook output')
     results, task = {}, None
     for line in out.splitlines():
         found = TASK.match(line)

@@ -9,6 +9,7 @@ import docker
 import pytest
 
 from helpers import IMAGE
+from sweep import register
 
 
 @pytest.fixture(scope='session')
@@ -90,7 +91,7 @@ def standin(request):
     if fixtures not in sys.path:
         sys.path.insert(0, fixtures)
     from github_standin.server import StandIn
-    token = getattr(request.module, 'TOKEN', None) or 'ghp_sentinel%s' % uuid.uuid4().hex
+    token = getattr(request.module, 'TOKEN', None) or register('ghp_sentinel%s' % uuid.uuid4().hex)
     server = StandIn(token=token).start()
     server.add_repo(getattr(request.module, 'REPO', 'octo/app'))
     server.test_token = token

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import time
 
+from sweep import register
+
 IMAGE = os.environ.get('DROVER_BUSYBOX_IMAGE', 'drover.local/busybox:1')
 REGISTRY = '127.0.0.1:%s' % os.environ.get('DROVER_REGISTRY_PORT', '5000')
 REGISTRY_USER = os.environ.get('DROVER_REGISTRY_USER', 'drover')
-REGISTRY_PASSWORD = os.environ.get('DROVER_REGISTRY_PASSWORD', 'drover-test-pw')
+REGISTRY_PASSWORD = register(os.environ.get('DROVER_REGISTRY_PASSWORD', 'drover-test-pw'))
 
 
 def task_containers(engine, cluster):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from helpers import IMAGE, task_containers
+from sweep import look
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEV = os.path.join(ROOT, 'collection', 'dev')   # tests/conftest.py links the collection in there
@@ -67,6 +68,7 @@ def test_playbook_run_logs_events_and_prints_the_recap(engine, cluster, tmp_path
         for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
             c.remove(force=True)
     out = done.stdout + done.stderr
+    look(out, 'ansible-playbook output')
     assert done.returncode == 0, out[-4000:]
 
     events = [json.loads(line) for line in log.read_text().splitlines()]

@@ -14,13 +14,14 @@ import uuid
 import pytest
 
 from helpers import host_snapshot, store_rows, wait_for, warnings_of
+from sweep import register
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'bench'))
 from apiproxy import CountingProxy  # noqa: E402  pylint: disable=wrong-import-position
 
 RUNNER_IMAGE = 'drover.local/runner:1'
-TOKEN = 'ghp_sentinel%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)
 REPO = 'octo/app'
 OTHER = 'octo/web'
 

@@ -14,12 +14,13 @@ import uuid
 import pytest
 
 from helpers import host_snapshot, store_rows, wait_for, warnings_of
+from sweep import register
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'fixtures'))
 from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
 
 RUNNER_IMAGE = 'drover.local/runner:1'
-TOKEN = 'ghp_sentinel%s' % uuid.uuid4().hex
+TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)
 REPO = 'octo/app'
 
 
@@ -176,7 +177,8 @@ def test_server_errors_decide_nothing(engine, standin, pool, pool_name):
     r = pool()
     assert not r.failed and r['started'] == [] and containers(engine, pool_name) == {}
     assert [(e['event'], e['call'], e['status']) for e in r['events']] == [('github.error', 'list runners', 502)]
-    assert warnings_of(r)[0].startswith('pool %s: list runners of repos/octo/app: 502' % pool_name), warnings_of(r)
+    assert any(w.startswith('pool %s: list runners of repos/octo/app: 502' % pool_name) for w in warnings_of(r)), \
+        warnings_of(r)
     assert len(pool()['started']) == 1
 
 
@@ -275,6 +277,8 @@ def _rsa_pair():
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                 serialization.NoEncryption()).decode()
+    for line in private.splitlines()[1:-1]:
+        register(line)               # a line of the key's body: found in JSON too, where newlines are escaped
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     return private, public

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, container, statuses
+from sweep import given, register
 
 REMOTE = '%s/drover/busybox:1' % REGISTRY
 
@@ -74,7 +75,7 @@ def test_pull_always_pulls_at_each_start(engine, cluster, converge, no_local_cop
 
 def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, no_local_copy):
     """Through ansible-playbook itself: the module by its FQCN, -vvv output free of the password."""
-    playbook = tmp_path / 'play.yml'
+    playbook = given(tmp_path / 'play.yml')         # the user's playbook, the password in it
     playbook.write_text(json.dumps([{
         'hosts': 'localhost', 'gather_facts': False,
         'tasks': [{'name': 'converge', 'drover.fleet.ecs_task': {
@@ -97,7 +98,7 @@ def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, 
 
 
 ROLE = 'arn:aws:iam::123456789012:role/app-execution'
-ECR_TOKEN_PASSWORD = '123456789012-auth-token'     # what moto's GetAuthorizationToken hands out
+ECR_TOKEN_PASSWORD = register('123456789012-auth-token')     # what moto's GetAuthorizationToken hands out
 
 
 def test_ecr_pull_as_the_execution_role(engine, cluster, converge, no_local_copy, moto_aws, host_aws_credentials,

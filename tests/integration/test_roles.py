@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from helpers import IMAGE, ansible_env, task_containers, wait_for
+from sweep import given, look
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,10 +31,14 @@ RECAP = re.compile(r'^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d
 def playbook(target, tmp_path, extra, env=None, check=False):
     """Run ansible-playbook on localhost (local connection, this interpreter); return (rc, output)."""
     run_env = ansible_env(tmp_path, env)
-    command = [ANSIBLE_PLAYBOOK, '-i', 'localhost,', '-c', 'local', '-e', json.dumps(extra), target]
+    # The variables in a file, as a user keeps them (a token on the command line is in every `ps`).
+    extra_vars = given(tmp_path / ('vars-%d.json' % len(list(tmp_path.glob('vars-*.json')))))
+    extra_vars.write_text(json.dumps(extra))
+    command = [ANSIBLE_PLAYBOOK, '-i', 'localhost,', '-c', 'local', '-e', '@%s' % extra_vars, target]
     if check:
         command.append('--check')
     done = subprocess.run(command, cwd=str(tmp_path), env=run_env, capture_output=True, text=True, timeout=600, check=False)
+    look(done.stdout + done.stderr, 'ansible-playbook output')
     return done.returncode, done.stdout + done.stderr
 
 

@@ -22,10 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 import drover_credentials as dc  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store  # noqa: E402
+from sweep import register  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
 T0 = 1_800_000_000.0
 ROLE = 'arn:aws:iam::123456789012:role/app'
-SECRET = 'sentinel-secret-%s' % os.getpid()
+SECRET = register('sentinel-secret-%s' % os.getpid())
 
 
 class FakeSTS:

@@ -23,8 +23,9 @@ from ansible.playbook.play import Play
 from ansible.playbook.task import Task
 
 from ansible_collections.drover.fleet.plugins.callback import events as plugin_mod
+from sweep import look, register  # pylint: disable=wrong-import-order
 
-SECRET = 'ghp_S3CR3T-token-never-in-output'
+SECRET = register('ghp_S3CR3T-token-never-in-output')
 NOW = 1900000000          # 2030-03-17T17:46:40Z: the clock of the fleet hold tests
 LOAD_NAME = 'drover.fleet.events'
 
@@ -156,7 +157,9 @@ class Receiver:
                 if gate is not None:
                     gate.wait(30)
                 length = int(self.headers.get('Content-Length') or 0)
-                receiver.bodies.append((self.headers.get('Content-Type'), json.loads(self.rfile.read(length))))
+                raw = self.rfile.read(length)
+                look(raw, 'webhook body')
+                receiver.bodies.append((self.headers.get('Content-Type'), json.loads(raw)))
                 self.send_response(204)
                 self.end_headers()
 
