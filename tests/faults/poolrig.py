@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -110,6 +111,11 @@ class PoolRig:
         twice = dict((n, k) for n, k in self.starts(engine, self.since).items() if k > 1)
         assert twice == {}, (context, 'started twice', twice)
         assert self.token not in json.dumps(result)
+        db = sqlite3.connect('file:%s?mode=ro' % self.store_path, uri=True)
+        try:
+            assert db.execute('PRAGMA integrity_check').fetchone()[0] == 'ok', context
+        finally:
+            db.close()
         return held
 
     since = 0
