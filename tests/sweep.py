@@ -22,9 +22,19 @@ import json
 import os
 import stat
 import threading
+import time
 
 ENGINE_LOG = os.environ.get('DROVER_ENGINE_LOG', '/var/log/drover-dockerd.log')
 MIN_LENGTH = 12              # shorter strings are not unique enough to search for
+
+
+def comm(pid):
+    """A process's short name (/proc/<pid>/comm): it names the process in a hit without quoting its arguments."""
+    try:
+        with open('/proc/%s/comm' % pid) as handle:
+            return handle.read().strip()
+    except OSError:
+        return '?'
 
 
 class Sweep:
@@ -33,12 +43,14 @@ class Sweep:
         self.known = set()
         self.inputs = set()          # files the tests wrote as the user's input
         self.hits = []
-        self.counts = dict((k, 0) for k in ('process reads', 'container inspections', 'outputs', 'files', 'jit files'))
+        self.counts = dict((k, 0) for k in ('process reads', 'container inspections', 'containers gone before inspection',
+                                            'outputs', 'files', 'jit files'))
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = []
         self.stream = None
         self.log_offset = None
+        self.since = None            # the time of the last engine event seen: a watch resumed asks from there
 
     # --- what to look for ---------------------------------------------------------------------------------
 
@@ -65,10 +77,11 @@ class Sweep:
         with self.lock:
             secrets = self.secrets[start:]
             self.counts[count] += 1
-        for secret in secrets:
+        for number, secret in enumerate(secrets, start + 1):
             if secret in text:
                 with self.lock:
-                    self.hits.append('%s (a secret of %d characters starting %r)' % (where, len(secret), secret[:6]))
+                    # Which secret by its number and length only: not a character of it.
+                    self.hits.append('%s (secret no. %d, %d characters)' % (where, number, len(secret)))
         return start + len(secrets)
 
     # --- while the tests run ------------------------------------------------------------------------------
@@ -77,7 +90,8 @@ class Sweep:
         try:
             self.log_offset = os.path.getsize(ENGINE_LOG)
         except OSError:
-            self.log_offset = None
+            self.log_offset = 0      # made later in the session (make test starts the engine first, as a rule)
+        self.since = int(time.time())
         for target in (self._processes, self._containers):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
@@ -102,8 +116,7 @@ class Sweep:
                     if before and start == len(self.secrets):
                         now[(pid, part)] = before
                         continue
-                    name = b' '.join(a[-40:] for a in raw.split(b'\0')[:3]).decode('utf-8', 'replace')
-                    done = self.look(raw.replace(b'\0', b' '), 'process %s %s (%s ...)' % (pid, part, name),
+                    done = self.look(raw.replace(b'\0', b' '), 'process %s %s (%s)' % (pid, part, comm(pid)),
                                      count='process reads', start=start)
                     now[(pid, part)] = (raw, done)
             seen = now
@@ -111,18 +124,32 @@ class Sweep:
     def _containers(self):
         import docker
         while not self.stopping.is_set():
+            client = None
             try:
                 client = docker.from_env(timeout=30)
-                self.stream = client.events(decode=True, filters={'type': 'container', 'event': 'create'})
+                # From the last event seen: containers created while the engine restarted are read too.
+                self.stream = client.events(since=self.since, decode=True,
+                                            filters={'type': 'container', 'event': 'create'})
+                if self.stopping.is_set():
+                    break
                 for event in self.stream:
-                    try:
-                        attrs = client.api.inspect_container(event['id'])
-                    except Exception:  # pylint: disable=broad-except  # removed at once, or the engine went
-                        continue
-                    self.look(json.dumps(attrs), 'docker inspect %s' % attrs.get('Name'), count='container inspections')
+                    self.since = max(self.since, int(event.get('time') or 0))
+                    self._inspect(client, event['id'])
             except Exception:  # pylint: disable=broad-except  # no engine yet, or it restarts: ask again
                 pass
+            finally:
+                if client is not None:
+                    client.close()
             self.stopping.wait(0.5)
+
+    def _inspect(self, client, container_id):
+        try:
+            attrs = client.api.inspect_container(container_id)
+        except Exception:  # pylint: disable=broad-except  # removed at once, or the engine went
+            with self.lock:
+                self.counts['containers gone before inspection'] += 1
+            return
+        self.look(json.dumps(attrs), 'docker inspect %s' % attrs.get('Name'), count='container inspections')
 
     # --- at the end ---------------------------------------------------------------------------------------
 
@@ -154,8 +181,13 @@ class Sweep:
                     continue
                 if os.path.realpath(path) in self.inputs:
                     continue
-                with open(path, 'rb') as handle:
-                    self.look(handle.read(), path, count='files')
+                try:
+                    with open(path, 'rb') as handle:
+                        raw = handle.read()
+                except OSError as exc:
+                    self.hits.append('%s: cannot be read to be searched (%s)' % (path, exc))
+                    continue
+                self.look(raw, path, count='files')
 
     def engine_log(self):
         if self.log_offset is None:
@@ -168,11 +200,12 @@ class Sweep:
             pass
 
     def summary(self):
-        return 'secret sweep: %d secrets looked for in %d process reads, %d container inspections, %d outputs, ' \
-               '%d files (and %d JIT config files checked for mode 0400; %d input files the tests wrote not searched): ' \
-               '%d found' % (len(self.secrets), self.counts['process reads'], self.counts['container inspections'],
-                             self.counts['outputs'], self.counts['files'], self.counts['jit files'], len(self.inputs),
-                             len(self.hits))
+        return 'secret sweep: %d secrets looked for in %d process reads, %d container inspections (%d containers ' \
+               'gone before), %d outputs, %d files (and %d JIT config files checked for mode 0400; %d input files the ' \
+               'tests wrote not searched): %d found' % (
+                   len(self.secrets), self.counts['process reads'], self.counts['container inspections'],
+                   self.counts['containers gone before inspection'], self.counts['outputs'], self.counts['files'],
+                   self.counts['jit files'], len(self.inputs), len(self.hits))
 
 
 SWEEP = Sweep()

@@ -71,9 +71,7 @@ tasks:
            exit_code: null, gpu_ids: []}
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, info
 
 
@@ -83,7 +81,7 @@ def main():
         name=dict(type='str'),
     )
     argument_spec.update(host_args(lock=False))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
     require_docker(module)
     try:
         result = info(module.params)

@@ -61,9 +61,7 @@ pools:
       type: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import info
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 
@@ -71,7 +69,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFail
 def main():
     argument_spec = dict(pool=dict(type='str'))
     argument_spec.update(host_args(lock=False))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
     require_docker(module)
     try:
         result = info(module.params)

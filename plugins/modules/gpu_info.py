@@ -84,8 +84,7 @@ stale:
   sample: []
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, info
 from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
 from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH
@@ -97,7 +96,7 @@ def main():
         devices=dict(type='list', elements='str'),
         store_path=dict(type='path', default=DEFAULT_STORE_PATH),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
     try:
         result = info(module.params)
     except GpuFailure as exc:

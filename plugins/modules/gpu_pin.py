@@ -169,8 +169,7 @@ source:
   sample: nvml
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, converge
 from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
 from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH, LOCK_TIMEOUT
@@ -188,7 +187,7 @@ def main():
         store_path=dict(type='path', default=DEFAULT_STORE_PATH),
         lock_timeout=dict(type='int', default=LOCK_TIMEOUT),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
     try:
         result = converge(module.params, check_mode=module.check_mode, diff=module._diff)
     except GpuFailure as exc:

@@ -158,9 +158,9 @@ steps:
   sample: [holder, attach, eni, configure, allocate, link]
 '''
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 from ansible_collections.drover.fleet.plugins.module_utils import _apply_netns
 from ansible_collections.drover.fleet.plugins.module_utils._netns import HAS_PYROUTE2, PYROUTE2_IMPORT_ERROR
@@ -185,7 +185,7 @@ def main():
         state=dict(type='str', choices=['present', 'absent'], default='present'),
     )
     argument_spec.update(host_args())
-    module = AnsibleModule(
+    module = make_module(
         argument_spec=argument_spec,
         required_if=[('state', 'present', ('eni_mac',))],
         supports_check_mode=True,

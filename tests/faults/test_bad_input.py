@@ -158,6 +158,34 @@ def test_bad_input_fails_naming_the_field_and_changes_nothing(module_runner, eng
     assert host_state(engine, store_path) == before
 
 
+RELATIVE = [
+    ('ecs_task', task()),
+    ('task_netns', {'name': 'badnet', 'eni_mac': MAC, 'address': '198.18.9.2/24', 'gateway': '198.18.9.1'}),
+    ('gpu_pin', {'task': 'badgpu', 'container': 'main', 'count': 1, 'discovery': 'static', 'devices': ['GPU-a']}),
+    ('gh_runner_slot', pool()),
+    ('ecs_task_info', {}),
+    ('gpu_info', {'discovery': 'static', 'devices': ['GPU-a']}),
+    ('gh_runner_info', {}),
+]
+
+
+@pytest.mark.parametrize('module,args', RELATIVE, ids=[m for m, a in RELATIVE])
+def test_a_relative_store_path_is_refused_by_every_module(module_runner, engine, tmp_path, module, args):
+    """Found by the bad role variables table (tests/faults/test_playbooks.py): a relative store path made a new,
+    empty store wherever the module ran."""
+    before = host_state(engine, str(tmp_path / 'none.db'))
+    here = os.getcwd()
+    os.chdir(str(tmp_path))
+    try:
+        for check in (True, False):
+            result = module_runner(module, dict(args, store_path='relative/store.db'), check=check)
+            assert result.failed and result['msg'] == "store_path must be an absolute path, got 'relative/store.db'", result
+    finally:
+        os.chdir(here)
+    assert not (tmp_path / 'relative').exists()
+    assert host_state(engine, str(tmp_path / 'none.db')) == before
+
+
 # --- hypothesis: one field of a valid declaration replaced by anything -------------------------------------
 
 ANYTHING = st.recursive(

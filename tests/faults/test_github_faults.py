@@ -79,8 +79,9 @@ def test_fault_burst_decides_nothing_then_converges(engine, rig, tmp_path, numbe
     for step in range(PASSES):
         faults = inject(rig, rng)
         action = rng.choice(('kill', 'warm1', 'warm2', 'warm1', 'warm2', 'none'))
-        if action == 'kill' and rig.boxes(engine):
-            engine.containers.get(rng.choice(sorted(rig.boxes(engine)))).kill()
+        running = sorted(n for n, status in rig.boxes(engine).items() if status == 'running')
+        if action == 'kill' and running:
+            engine.containers.get(rng.choice(running)).kill()
         elif action.startswith('warm'):
             args['warm'] = int(action[-1])
         context = 'seed %d burst %d pass %d: %s, %s' % (SEED, number, step, action, faults)
@@ -113,8 +114,11 @@ def test_fault_burst_decides_nothing_then_converges(engine, rig, tmp_path, numbe
                 tally['faulted answers'] += len(faulted)
                 tally['events'] += len(said)
                 assert said, (context, name, 'faulted answers without an event', faulted, events)
-                assert any(w.startswith('pool %s: ' % name) for w in warnings_of(result)), (
-                    context, name, warnings_of(result))
+                # ... and each such event has its warning, naming the pool and saying what failed.
+                for e in said:
+                    text = e['error'] if e['event'] == 'github.error' else 'rate limited until %s' % e['until']
+                    assert [w for w in warnings_of(result) if w.startswith('pool %s: ' % name) and text in w], (
+                        context, name, e, warnings_of(result))
 
     print('seed %d burst %d: %d passes x 2 pools, %s' % (SEED, number, PASSES, tally))
     # The stand-in recovers: no more faults, GitHub's resets come, and the burst's holds run out.

@@ -162,6 +162,9 @@ TIMER_CASES = [
     ('timer-persistent-not-a-bool', {'drover_reconcile_timer_persistent': 'perhaps'},
      ['drover_reconcile_timer_persistent']),
     ('timer-timeout-a-word', {'drover_reconcile_timer_timeout': 'long'}, ['drover_reconcile_timer_timeout']),
+    ('timer-interval-with-a-newline', {'drover_reconcile_timer_interval': '1\nmin'},
+     ['drover_reconcile_timer_interval']),
+    ('timer-interval-empty', {'drover_reconcile_timer_interval': ''}, ['drover_reconcile_timer_interval']),
     ('timer-environment-a-list', {'drover_reconcile_timer_environment': ['A=1']},
      ['drover_reconcile_timer_environment']),
 ]
