@@ -260,7 +260,7 @@ def write_resolv(name, servers):
     except IOError:
         pass
     if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
+        os.makedirs(directory, 0o755, exist_ok=True)
     with open(path, 'w') as handle:
         handle.write(text)
     return True

@@ -161,7 +161,8 @@ class HostLock:
 
 def _ensure_dir(path):
     if path and not os.path.isdir(path):
-        os.makedirs(path, 0o700)
+        # exist_ok: two first runs on a host make it at once (the lock inside it is not taken yet).
+        os.makedirs(path, 0o700, exist_ok=True)
         os.chmod(path, 0o700)
 
 

@@ -203,8 +203,11 @@ def test_two_converges_at_once(engine, trial, tmp_path, number):
     args = declaration(cluster, eni, store_path)
     since = int(time.time()) - 1
     first, second = module_process(args, tmp_path, 'one'), module_process(args, tmp_path, 'two')
-    outs = [p.communicate(timeout=300)[0] for p in (first, second)]
-    results = [json.loads(o[o.index('{'):]) for o in outs]
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for out, err in outs:
+        look(out + err, 'ecs_task process output')
+        assert '{' in out, (context, 'no result', out[-2000:], err[-3000:])
+    results = [json.loads(out[out.index('{'):]) for out, err in outs]
     assert [r.get('failed', False) for r in results] == [False, False], (context, [r.get('msg') for r in results])
     # The lock serialised them: one started everything, the other found it done.
     assert sorted(r['changed'] for r in results) == [False, True], (context, [r['changed'] for r in results])

@@ -98,3 +98,21 @@ def test_events_outbox(tmp_path):
         store.add_event({'event': 'task.running', 'at': '2026-01-01T00:00:00Z', 'subject': 'task/c/web'})
         rows = [tuple(r) for r in store.db.execute('SELECT kind, subject FROM events')]
         assert rows == [('task.running', 'task/c/web')]
+
+
+def test_two_first_runs_make_the_store_directory_at_once(tmp_path, monkeypatch):
+    """Found by the long race run of tests/faults (race 1 of 20: one of two first converges on a host died with
+    FileExistsError, printing no result): the other run made the directory between the look and the make."""
+    state = tmp_path / 'state'
+    state.mkdir()
+    real_isdir, looked = os.path.isdir, []
+
+    def isdir(path):                 # the first look misses it: the other run made it just after
+        if path == str(state) and not looked:
+            looked.append(path)
+            return False
+        return real_isdir(path)
+    monkeypatch.setattr(_store.os.path, 'isdir', isdir)
+    lock = HostLock(str(state / 'store.db.lock'), timeout=1).acquire()
+    lock.release()
+    assert looked and stat.S_IMODE(os.stat(str(state)).st_mode) == 0o700
