@@ -251,8 +251,7 @@ class PoolPass:
         runner_id, jit = registered
         path = self._jit_path(name)
         try:
-            if not os.path.isdir(self.jit_dir):
-                os.makedirs(self.jit_dir, 0o700, exist_ok=True)
+            os.makedirs(self.jit_dir, 0o700, exist_ok=True)
             os.chmod(self.jit_dir, 0o700)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
             with os.fdopen(fd, 'w') as handle:

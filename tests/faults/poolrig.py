@@ -7,40 +7,18 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-DEV = os.path.join(ROOT, 'collection', 'dev')
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
-from github_standin.server import StandIn  # noqa: E402  pylint: disable=wrong-import-position
-from sweep import given, look  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+from procs import module_process, result_of
+from github_standin.server import StandIn  # pylint: disable=wrong-import-order
 
 RUNNER_IMAGE = 'drover.local/runner:1'
 
 
-def module_process(args, tmp_path, tag):
-    path = given(str(tmp_path / ('args-%s.json' % tag)))
-    with open(path, 'w') as handle:
-        json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=False, _ansible_diff=False)}, handle)
-    return subprocess.Popen([sys.executable, '-m', 'ansible_collections.drover.fleet.plugins.modules.gh_runner_slot',
-                             path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=DEV),
-                            text=True)
-
-
 def run(args, tmp_path, tag, raw=False):
-    """The module's result; with raw, (result, stdout + stderr)."""
-    out, err = module_process(args, tmp_path, tag).communicate(timeout=300)
-    look(out + err, 'gh_runner_slot process output')
-    try:
-        result = json.loads(out[out.index('{'):])
-    except ValueError:
-        raise AssertionError('no result: %s %s' % (out[-2000:], err[-2000:]))
-    return (result, out + err) if raw else result
+    """gh_runner_slot's result; with raw, (result, stdout + stderr)."""
+    return result_of(module_process('gh_runner_slot', args, tmp_path, tag), raw=raw)
 
 
 class PoolRig:
@@ -96,6 +74,15 @@ class PoolRig:
             if ev['Actor']['Attributes'].get('drover.pool', '').startswith('k' + self.tag):
                 counts[name] = counts.get(name, 0) + 1
         return counts
+
+    def expire_holds(self):
+        """Let the holds of the pools run out, as time would (a hold lasts 30 s or more)."""
+        db = sqlite3.connect(self.store_path)
+        try:
+            db.execute('UPDATE pools SET hold_until = ? WHERE hold_until IS NOT NULL', (time.time() - 1,))
+            db.commit()
+        finally:
+            db.close()
 
     def check_converged(self, engine, result, context, per_pool=2):
         """Every slot holds a running runner that is registered, and nothing else exists: no other

@@ -12,7 +12,6 @@ FAULT_RESTARTS (default 1) engine restarts run in `make test`, `make faults` run
 from __future__ import absolute_import, division, print_function
 
 import os
-import sqlite3
 import time
 import uuid
 
@@ -100,10 +99,7 @@ def test_engine_restart_under_tasks_and_runners(engine, world, tmp_path, number)
         if held:
             # Runners that ended without a job make a hold (behaviour.md); it runs out, then the slots fill.
             assert all(p['hold']['cause'] in ('no job', 'idle exits') for p in held), (context, held)
-            db = sqlite3.connect(rig.store_path)
-            db.execute('UPDATE pools SET hold_until = ? WHERE hold_until IS NOT NULL', (time.time() - 1,))
-            db.commit()
-            db.close()
+            rig.expire_holds()
             pools = run(rig.args, tmp_path, 'pools-filled')
         rig.since = since
         runners_after = rig.check_converged(client, pools, context)

@@ -17,7 +17,6 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import random
-import sqlite3
 import time
 import uuid
 
@@ -124,10 +123,7 @@ def test_fault_burst_decides_nothing_then_converges(engine, rig, tmp_path, numbe
     # The stand-in recovers: no more faults, GitHub's resets come, and the burst's holds run out.
     rig.standin.clear_faults()
     time.sleep(2.2)
-    db = sqlite3.connect(rig.store_path)
-    db.execute('UPDATE pools SET hold_until = ? WHERE hold_until IS NOT NULL', (time.time() - 1,))
-    db.commit()
-    db.close()
+    rig.expire_holds()
     final = dict(args, warm=2)
     context = 'seed %d burst %d: after the burst' % (SEED, number)
     recovered = run(final, tmp_path, 'recovered')

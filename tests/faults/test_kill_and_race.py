@@ -11,25 +11,18 @@ FAULT_TRIALS (default 3) kill trials and FAULT_RACES (default 3) races run in `m
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import random
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
-from netfix import FakeEni, ip  # noqa: E402  pylint: disable=wrong-import-position
-from sweep import given, look  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+from procs import module_process, result_of
+from netfix import FakeEni, ip  # pylint: disable=wrong-import-order
 
-DEV = os.path.join(ROOT, 'collection', 'dev')
 IMAGE = 'drover.local/busybox:1'
 ROLE = 'arn:aws:iam::123456789012:role/fault'
 GPUS = ['GPU-fa017000-0000-4000-8000-%012d' % i for i in range(1, 4)]
@@ -64,24 +57,9 @@ def expected(cluster):
     return set(cluster + n for n in ('-plain-main', '-pair-main', '-pair-side', '-vpc-main', '-gpu-main'))
 
 
-def module_process(args, tmp_path, tag):
-    """The ecs_task module as Ansible runs it: a process of its own, its arguments in a file."""
-    path = given(str(tmp_path / ('args-%s.json' % tag)))
-    with open(path, 'w') as handle:
-        json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=False, _ansible_diff=False)}, handle)
-    env = dict(os.environ, PYTHONPATH=DEV)
-    return subprocess.Popen([sys.executable, '-m', 'ansible_collections.drover.fleet.plugins.modules.ecs_task', path],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-
-
 def converge(args, tmp_path, tag):
-    proc = module_process(args, tmp_path, tag)
-    out, err = proc.communicate(timeout=300)
-    look(out + err, 'ecs_task process output')
-    try:
-        return json.loads(out[out.index('{'):])
-    except ValueError:
-        raise AssertionError('no result (rc %s): %s %s' % (proc.returncode, out[-2000:], err[-2000:]))
+    """ecs_task's result, from a process of its own."""
+    return result_of(module_process('ecs_task', args, tmp_path, tag))
 
 
 def engine_view(engine, cluster):
@@ -174,7 +152,7 @@ def test_killed_converge_then_converged(engine, trial, tmp_path, number):
     context = 'seed %d trial %d: killed after %.2f s' % (SEED, number, delay)
     args = declaration(cluster, eni, store_path)
     since = int(time.time()) - 1
-    victim = module_process(args, tmp_path, 'victim')
+    victim = module_process('ecs_task', args, tmp_path, 'victim')
     time.sleep(delay)
     victim.send_signal(signal.SIGKILL)
     victim.communicate(timeout=60)
@@ -202,12 +180,8 @@ def test_two_converges_at_once(engine, trial, tmp_path, number):
     context = 'race %d' % number
     args = declaration(cluster, eni, store_path)
     since = int(time.time()) - 1
-    first, second = module_process(args, tmp_path, 'one'), module_process(args, tmp_path, 'two')
-    outs = [p.communicate(timeout=300) for p in (first, second)]
-    for out, err in outs:
-        look(out + err, 'ecs_task process output')
-        assert '{' in out, (context, 'no result', out[-2000:], err[-3000:])
-    results = [json.loads(out[out.index('{'):]) for out, err in outs]
+    processes = [module_process('ecs_task', args, tmp_path, tag) for tag in ('one', 'two')]   # both start first
+    results = [result_of(p) for p in processes]
     assert [r.get('failed', False) for r in results] == [False, False], (context, [r.get('msg') for r in results])
     # The lock serialised them: one started everything, the other found it done.
     assert sorted(r['changed'] for r in results) == [False, True], (context, [r['changed'] for r in results])

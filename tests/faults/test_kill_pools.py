@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 
-from poolrig import PoolRig, module_process, run
+from poolrig import PoolRig, run
+from procs import module_process  # pylint: disable=wrong-import-order
 from sweep import register  # pylint: disable=wrong-import-order
 
 TRIALS = int(os.environ.get('FAULT_TRIALS', '3'))
@@ -34,7 +35,7 @@ def test_killed_pool_pass_then_converged(engine, rig, tmp_path, number):
     delay = random.Random(SEED * 1000 + 500 + number).uniform(0.0, 2.5)
     context = 'seed %d pool trial %d: killed after %.2f s' % (SEED, number, delay)
     rig.since = int(time.time()) - 1
-    victim = module_process(rig.args, tmp_path, 'victim')
+    victim = module_process('gh_runner_slot', rig.args, tmp_path, 'victim')
     time.sleep(delay)
     victim.send_signal(signal.SIGKILL)
     victim.communicate(timeout=60)

@@ -22,7 +22,7 @@ import uuid
 import pytest
 import yaml
 
-import poolrig  # noqa: F401  pylint: disable=unused-import  # it puts tests/integration on the path
+import procs  # noqa: F401  pylint: disable=unused-import  # it puts tests/integration on the path
 from helpers import IMAGE, ansible_env, host_links, netns_list, wait_for  # pylint: disable=wrong-import-order
 from sweep import given, look  # pylint: disable=wrong-import-order
 

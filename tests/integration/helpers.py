@@ -11,6 +11,7 @@ import time
 
 from sweep import register
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = os.environ.get('DROVER_BUSYBOX_IMAGE', 'drover.local/busybox:1')
 REGISTRY = '127.0.0.1:%s' % os.environ.get('DROVER_REGISTRY_PORT', '5000')
 REGISTRY_USER = os.environ.get('DROVER_REGISTRY_USER', 'drover')
@@ -112,18 +113,16 @@ def restart_engine():
     for pid in dockerd_pids():
         os.kill(pid, 15)
     wait_for(lambda: not dockerd_pids(), timeout=60)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    subprocess.run([os.path.join(root, 'hack', 'engine.sh')], check=True, capture_output=True, timeout=120)
+    subprocess.run([os.path.join(ROOT, 'hack', 'engine.sh')], check=True, capture_output=True, timeout=120)
 
 
 def ansible_env(tmp_path, extra=None):
     """The environment of an ansible-playbook run of a test: the collection from the work tree, this
     interpreter, homes and temporary files under tmp_path, no colour, never the machine's own fleet-wide
     holds or callback settings."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith(('DROVER_EVENTS_', 'ANSIBLE_')))
     env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(root, 'collection', 'dev'),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, 'collection', 'dev'),
         ANSIBLE_PYTHON_INTERPRETER=sys.executable,
         ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
         ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),

@@ -11,11 +11,9 @@ import stat
 import subprocess
 import sys
 
-from helpers import IMAGE, task_containers
+from helpers import IMAGE, ansible_env, task_containers
 from sweep import look
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEV = os.path.join(ROOT, 'collection', 'dev')   # tests/conftest.py links the collection in there
 
 PLAYBOOK = '''
 - name: drover events
@@ -44,19 +42,8 @@ def test_playbook_run_logs_events_and_prints_the_recap(engine, cluster, tmp_path
     playbook = tmp_path / 'events.yml'
     playbook.write_text(PLAYBOOK)
     log = tmp_path / 'logs' / 'events.jsonl'
-    state = tmp_path / 'controller' / 'fleet-holds.json'
-    env = dict((k, v) for k, v in os.environ.items() if not k.startswith(('DROVER_EVENTS_', 'ANSIBLE_')))
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=DEV,
-        ANSIBLE_CALLBACKS_ENABLED='drover.fleet.events',
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
-        ANSIBLE_NOCOLOR='1',
-        ANSIBLE_FORCE_COLOR='0',
-        DROVER_EVENTS_LOG_PATH=str(log),
-        DROVER_EVENTS_FLEET_STATE_PATH=str(state),
-    )
+    state = tmp_path / 'controller' / 'fleet-holds.json'   # where ansible_env points the fleet-wide holds
+    env = ansible_env(tmp_path, {'ANSIBLE_CALLBACKS_ENABLED': 'drover.fleet.events', 'DROVER_EVENTS_LOG_PATH': str(log)})
     command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,', '-c', 'local',
                '-e', json.dumps({'store_path': str(tmp_path / 'state' / 'store.db'), 'cluster': cluster,
                                  'image': IMAGE}),

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, container, statuses
+from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, ansible_env, container, statuses
 from sweep import given, register
 
 REMOTE = '%s/drover/busybox:1' % REGISTRY
@@ -82,9 +82,7 @@ def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, 
             'name': 'pb', 'cluster': cluster, 'store_path': store_path, 'registry_auth': auth(),
             'containers': [container('main', image=REMOTE)]}}],
     }]))
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_COLLECTIONS_PATH=os.path.join(root, 'collection', 'dev'),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    env = ansible_env(tmp_path)
     playbook_cmd = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     runs = []
     for attempt in (1, 2):
