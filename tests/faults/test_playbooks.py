@@ -165,6 +165,7 @@ TIMER_CASES = [
     ('timer-interval-with-a-newline', {'drover_reconcile_timer_interval': '1\nmin'},
      ['drover_reconcile_timer_interval']),
     ('timer-interval-empty', {'drover_reconcile_timer_interval': ''}, ['drover_reconcile_timer_interval']),
+    ('timer-accuracy-a-word', {'drover_reconcile_timer_accuracy': 'exact'}, ['drover_reconcile_timer_accuracy']),
     ('timer-environment-a-list', {'drover_reconcile_timer_environment': ['A=1']},
      ['drover_reconcile_timer_environment']),
 ]

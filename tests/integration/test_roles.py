@@ -218,7 +218,7 @@ def test_reconcile_timer_units_pass_systemd_analyze_verify(tmp_path):
     assert 'Environment="ANSIBLE_CALLBACKS_ENABLED=drover.fleet.events"' in service
     assert 'Environment="ANSIBLE_COLLECTIONS_PATH=' in service
     assert 'Environment="DROVER_EVENTS_LOG_PATH=/var/log/drover/events.jsonl"' in service
-    for line in ('OnUnitActiveSec=60s', 'OnBootSec=2min', 'RandomizedDelaySec=10s', 'Persistent=true',
+    for line in ('OnUnitActiveSec=60s', 'OnBootSec=2min', 'RandomizedDelaySec=10s', 'AccuracySec=1s', 'Persistent=true',
                  'WantedBy=timers.target'):
         assert line in timer, timer
     done = subprocess.run([analyze, 'verify', '--man=no', str(units / 'drover-reconcile.service'),
