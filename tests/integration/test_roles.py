@@ -28,7 +28,7 @@ REPO = 'octo/roles'
 RECAP = re.compile(r'^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
 
 
-def playbook(target, tmp_path, extra, env=None, check=False):
+def playbook(target, tmp_path, extra, env=None, check=False, args=()):
     """Run ansible-playbook on localhost (local connection, this interpreter); return (rc, output)."""
     run_env = ansible_env(tmp_path, env)
     # The variables in a file, as a user keeps them (a token on the command line is in every `ps`).
@@ -37,6 +37,7 @@ def playbook(target, tmp_path, extra, env=None, check=False):
     command = [ANSIBLE_PLAYBOOK, '-i', 'localhost,', '-c', 'local', '-e', '@%s' % extra_vars, target]
     if check:
         command.append('--check')
+    command.extend(args)
     done = subprocess.run(command, cwd=str(tmp_path), env=run_env, capture_output=True, text=True, timeout=600, check=False)
     look(done.stdout + done.stderr, 'ansible-playbook output')
     return done.returncode, done.stdout + done.stderr
@@ -134,15 +135,18 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
     holds.write_text(json.dumps({REPO: {'until': until, 'hosts': ['h1', 'h2'], 'since': '2026-01-01T00:00:00Z'}}))
 
-    # held fleet-wide: no runner starts, and the pool reports the fleet's hold
-    rc, out = playbook('drover.fleet.reconcile', tmp_path, declared)
-    assert rc == 0, out[-4000:]
-    assert 'pool %s serves %s, held fleet-wide until %s' % (pool_name, REPO, until) in out, out[-4000:]
-    assert 'no runner starts for it until then' in out
-    assert 'pool %s (%s): busy=0 idle=0 starting=0 free=2, held until %s (fleet)' % (pool_name, REPO, until) in out
-    assert runners(engine, pool_name) == {}
-    assert [r for r in standin.requests if r['method'] == 'POST' and '/_standin/' not in r['path']] == []
-    assert standin.test_token not in out
+    # held fleet-wide: no runner starts, and the pool reports the fleet's hold; every entry point that converges
+    # pools reads the holds: the reconcile, its pools-only run, and the converge
+    for target, args in (('drover.fleet.reconcile', ()), ('drover.fleet.reconcile', ('--tags', 'drover_pools')),
+                         ('drover.fleet.converge', ('--tags', 'drover_pools'))):
+        rc, out = playbook(target, tmp_path, declared, args=args)
+        assert rc == 0, out[-4000:]
+        assert 'pool %s serves %s, held fleet-wide until %s' % (pool_name, REPO, until) in out, (target, args, out[-4000:])
+        assert 'no runner starts for it until then' in out
+        assert 'pool %s (%s): busy=0 idle=0 starting=0 free=2, held until %s (fleet)' % (pool_name, REPO, until) in out
+        assert runners(engine, pool_name) == {}
+        assert [r for r in standin.requests if r['method'] == 'POST' and '/_standin/' not in r['path']] == []
+        assert standin.test_token not in out
 
     # an expired hold holds nothing: the warm runner starts
     expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
