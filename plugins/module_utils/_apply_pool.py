@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
+import hashlib
 import os
 import time
 
@@ -30,6 +31,21 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 
 ROLE = 'runner'
 JIT_MOUNT = '/runner/.jitconfig'
+# The label that ties a runner container to the store that started it: two stores on one engine (two
+# inventories, a demo beside a test) must not adopt or drain each other's runners.
+STORE_LABEL = 'drover.store'
+
+
+def store_scope(store_path):
+    """The store's identity on the engine: a digest of its absolute path (a store lost and made again at the
+    same path keeps it, so its runners are still adopted)."""
+    return hashlib.sha256(os.path.abspath(store_path).encode('utf-8')).hexdigest()[:16]
+
+
+def scoped(listing, scope):
+    """The runner containers of this store: labelled with its scope, or with none (started before the
+    label existed: adopted as before)."""
+    return [c for c in listing if c['labels'].get(STORE_LABEL) in (None, scope)]
 
 
 def machine_id(path='/etc/machine-id'):
@@ -55,9 +71,11 @@ def _epoch(ts):
 
 
 class PoolPass:
-    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing):
+    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None):
         self.spec = spec
-        self.listing = listing      # the engine's runner containers, listed once per call
+        self.host_listing = listing     # every runner container on the engine, listed once per call
+        self.scope = scope
+        self.listing = listing if scope is None else scoped(listing, scope)     # those of this store
         self.engine = engine
         self.store = store
         self.gh = gh
@@ -82,13 +100,15 @@ class PoolPass:
         every runner this host holds in any pool, so that no pool takes another's runner for an orphan."""
         out = {}
         # Read per pool: a pool passed earlier in the same call may have started runners of this host.
+        # Runners of another store on the same engine are not this store's to adopt, nor orphans to delete.
         self.host_runner_ids = set(r['runner_id'] for r in self.store.all_slots() if r.get('runner_id'))
-        for c in self.listing:
-            labels = c['labels']
+        for c in self.host_listing:
             try:
-                self.host_runner_ids.add(int(labels.get('drover.runner-id')))
+                self.host_runner_ids.add(int(c['labels'].get('drover.runner-id')))
             except (TypeError, ValueError):
                 pass
+        for c in self.listing:
+            labels = c['labels']
             if labels.get('drover.pool') != self.spec.pool:
                 continue
             try:
@@ -259,6 +279,8 @@ class PoolPass:
             del jit
             labels = {'drover.role': ROLE, 'drover.pool': spec.pool, 'drover.slot': str(idx + 1),
                       'drover.runner-id': str(runner_id), 'drover.repository': owner_of(spec)}
+            if self.scope is not None:
+                labels[STORE_LABEL] = self.scope
             cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
@@ -397,9 +419,9 @@ def _purged(params, mid, store, listing, declared, github_factory):
     return out
 
 
-def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir):
+def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
     """One pool's pass over a shared engine listing: the pool's result (with `changed` and `warnings`)."""
-    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing)
+    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope)
     before_hold = dict(work.state)
     occupants = work.occupants()
     vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
@@ -437,11 +459,12 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     engine, store, lock = open_host(params, check_mode)
     try:
         listing = engine.list_role(ROLE)
+        scope = store_scope(params['store_path'])
         if params.get('pools') is not None and params.get('purge'):
-            declared = declared + _purged(params, mid, store, listing, declared, github_factory)
+            declared = declared + _purged(params, mid, store, scoped(listing, scope), declared, github_factory)
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
-        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir)
+        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope)
                    for dummy, spec, dummy, gh in declared]
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
@@ -468,7 +491,7 @@ def info(params):
     engine, store, lock = open_host(params, True)
     try:
         now = time.time()
-        containers = engine.list_role(ROLE)
+        containers = scoped(engine.list_role(ROLE), store_scope(params['store_path']))
         out = []
         for row in store.pools():
             if params.get('pool') not in (None, row['pool']):

@@ -162,3 +162,39 @@ def test_entries_are_converted_as_the_module_options_are(engine, standin, pools,
                                   'network_mode': 'host'}})])
     assert not r.failed and r['started'] == [], r.get('msg')
     assert [s['state'] for s in r['pools'][0]['slots']] == ['free', 'free']
+
+
+def test_two_stores_on_one_engine_keep_their_own_runners(engine, standin, module_runner, pool_name, tmp_path):
+    """Two stores (two inventories, or a demo beside a test) on one engine, with a pool of the same name: each
+    adopts and drains only the runners it started (label drover.store)."""
+    def run(store, mid, pools, **args):
+        params = dict(api_url=standin.url, token=TOKEN, store_path=str(tmp_path / store / 'store.db'),
+                      machine_id=mid, purge=True, pools=pools, labels=['self-hosted', 'linux'])
+        params.update(args)
+        return module_runner('gh_runner_slot', params)
+
+    pool = {'pool': pool_name, 'repository': REPO, 'warm': 1,
+            'profile': {'name': 'small', 'image': RUNNER_IMAGE, 'slots': 1, 'network_mode': 'host', 'memory': 64,
+                        'environment': {'DROVER_JOB_SECONDS': '1'}}}
+    try:
+        a = run('a', 'mida' + pool_name[-6:], [pool])
+        assert len(a['started']) == 1, warnings_of(a)
+        b = run('b', 'midb' + pool_name[-6:], [pool])
+        assert len(b['started']) == 1, (b, warnings_of(b))           # B does not take A's runner for its own
+        assert a['started'] != b['started']
+        for name in a['started'] + b['started']:
+            wait_for(lambda n=name: (standin.runner_by_name(n) or {}).get('status') == 'online')
+        labels = dict((c.name, c.labels.get('drover.store')) for c in
+                      engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}))
+        assert sorted(labels) == sorted(a['started'] + b['started']) and len(set(labels.values())) == 2, labels
+        # A declares no pool any more: it drains its own runner only
+        drained = run('a', 'mida' + pool_name[-6:], [])
+        assert drained['stopped'] + drained['released'] and a['started'][0] in drained['stopped'], drained
+        left = sorted(c.name for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}))
+        assert left == b['started'], left
+        assert standin.runner_by_name(b['started'][0]) is not None
+        again = run('b', 'midb' + pool_name[-6:], [pool])
+        assert not again['changed'] and again['started'] == [] and again['stopped'] == [], again
+    finally:
+        for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}):
+            c.remove(force=True)

@@ -224,11 +224,13 @@ def test_oom_killed_runner_is_reported(engine, standin, pool, pool_name):
     assert ended['oom_killed'] is True
 
 
-def test_store_lost_puts_runners_back_in_their_slots(engine, standin, pool, pool_name, tmp_path):
+def test_store_lost_puts_runners_back_in_their_slots(engine, standin, pool, pool_name, store_path):
     name = pool()['started'][0]
     wait_for(lambda: runner_online(standin, name))
-    fresh = str(tmp_path / 'fresh' / 'store.db')
-    r = pool(store_path=fresh)
+    for suffix in ('', '-wal', '-shm'):        # the store is lost: a new one is made at the same path
+        if os.path.exists(store_path + suffix):
+            os.unlink(store_path + suffix)
+    r = pool()
     assert not r['changed'] and r['orphans_deleted'] == []
     assert r['pool']['slots'][0]['runner_name'] == name and r['pool']['slots'][0]['state'] == 'idle'
 
