@@ -85,6 +85,9 @@ class PoolPass:
         self.events = []
         self.warnings = []
         self.started, self.stopped, self.released, self.orphans_deleted = [], [], [], []
+        # Registrations of runners that ended, deleted after the pass's starts: a burst of queued jobs does not
+        # wait for one DELETE per finished runner (GitHub has mostly removed ephemeral ones by then anyway).
+        self.ended_registrations = []
         row = store.pool(spec.pool)
         self.state = plan_mod.fresh_state()
         if row:
@@ -195,7 +198,9 @@ class PoolPass:
         self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
                                           took_job=took, oom_killed=bool(state.get('oom_killed')),
                                           exit_code=state.get('exit_code')))
-        self._forget(occ)
+        self._forget(occ, deregister=False)
+        if occ.get('runner_id') and not self.check_mode:
+            self.ended_registrations.append(occ)
         self.state, events = plan_mod.ended(self.state, self.spec.pool, took, finished - started, self.now,
                                             self.spec.idle_timeout)
         self.events.extend(events)
@@ -302,6 +307,13 @@ class PoolPass:
                           'state': 'running', 'busy': False}
         self._started(name, runner_id, idx)
         return True
+
+    def deregister_ended(self):
+        """Delete the registrations of the runners that ended this pass (Busy: left to the next orphan cleanup)."""
+        for occ in self.ended_registrations:
+            if not self._api_open():
+                return
+            self._github('delete runner %s' % occ['runner_name'], self.gh.delete_runner, occ['runner_id'])
 
     def _started(self, name, runner_id, idx):
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
@@ -439,6 +451,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
     for idx in decided.start:
         if not work.start(occupants, idx):
             break
+    work.deregister_ended()
     work.save(occupants)
     return {
         'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted
@@ -447,7 +460,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
                  'hold': plan_mod.hold_view(work.state, spec, now)},
         'started': work.started, 'stopped': work.stopped, 'released': work.released,
         'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
-        'warnings': work.warnings,
+        'warnings': work.warnings, 'github_requests': getattr(gh, 'requests', 0),
     }
 
 
@@ -475,12 +488,14 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         engine.close()
     if params.get('pools') is None:
         return results[0]
-    out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': []}
+    out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': [],
+           'github_requests': sum(r['github_requests'] for r in results)}
     for key in ('started', 'stopped', 'released', 'orphans_deleted'):
         out[key] = [name for r in results for name in r[key]]
     for r in results:
         out['pools'].append(dict(r['pool'], changed=r['changed'], queued=r['queued'],
-                                 **dict((k, r[k]) for k in ('started', 'stopped', 'released', 'orphans_deleted'))))
+                                 **dict((k, r[k]) for k in ('started', 'stopped', 'released', 'orphans_deleted',
+                                                            'github_requests'))))
         out['events'].extend(r['events'])
         out['warnings'].extend(r['warnings'])
     return out

@@ -260,7 +260,8 @@ pool:
 pools:
   description:
     - With O(pools), each pool after the pass (the declared ones in order, then the purged ones), in the shape
-      of RV(pool), with its own C(changed), C(queued), C(started), C(stopped), C(released) and C(orphans_deleted).
+      of RV(pool), with its own C(changed), C(queued), C(started), C(stopped), C(released), C(orphans_deleted)
+      and C(github_requests).
   returned: when O(pools) is given
   type: list
   elements: dict
@@ -284,6 +285,14 @@ orphans_deleted:
   returned: always
   type: list
   elements: str
+github_requests:
+  description:
+    - GitHub API requests the pass made (every page of a listing counts), over all its pools. Each one counts
+      against the token's or installation's rate limit (5,000 an hour for a token).
+    - A pool costs 3 requests per pass plus one per open workflow run (list runners, queued and in-progress
+      runs, each run's jobs), plus one per runner started (registration) and one per runner removed.
+  returned: always
+  type: int
 queued:
   description: Queued jobs that match the pool (null when the listing could not be read).
   returned: when O(pool) is given

@@ -101,6 +101,27 @@ def test_queued_job_is_taken_and_its_runner_reaped(engine, standin, pool, pool_n
     assert len(r['started']) == 1 and r['pool']['hold']['until'] is None
 
 
+def test_a_burst_is_started_before_the_ended_runners_are_deregistered(engine, standin, pool, pool_name):
+    """Reaping ended runners (a DELETE each) waits until the pass has started runners for the queued jobs; the
+    result counts the pass's GitHub requests, as the stand-in saw them."""
+    for n in range(2):
+        standin.queue_job(REPO, ['self-hosted', 'linux'], name='first-%d' % n)
+    first = pool(warm=0)
+    assert len(first['started']) == 2, warnings_of(first)
+    for name in first['started']:
+        wait_for(lambda n=name: containers(engine, pool_name)[n].status == 'exited', timeout=30)
+    for n in range(2):
+        standin.queue_job(REPO, ['self-hosted', 'linux'], name='burst-%d' % n)
+    before = len(standin.calls())
+    r = pool(warm=0)
+    assert sorted(r['released']) == sorted(first['started']) and len(r['started']) == 2, (r, warnings_of(r))
+    made = standin.calls()[before:]
+    assert r['github_requests'] == len(made), [(c['method'], c['path']) for c in made]
+    order = [(c['method'], c['path']) for c in made if c['method'] in ('POST', 'DELETE')]
+    kinds = [m for m, dummy in order]
+    assert kinds == ['POST', 'POST', 'DELETE', 'DELETE'], order
+
+
 def test_jobs_for_other_labels_start_nothing(engine, standin, pool, pool_name):
     standin.queue_job(REPO, ['self-hosted', 'gpu'], name='other')
     r = pool(warm=0)
