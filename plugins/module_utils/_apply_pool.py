@@ -21,7 +21,7 @@ import os
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
-from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
+from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
 from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -88,6 +88,7 @@ class PoolPass:
         # Registrations of runners that ended, deleted after the pass's starts: a burst of queued jobs does not
         # wait for one DELETE per finished runner (GitHub has mostly removed ephemeral ones by then anyway).
         self.ended_registrations = []
+        self.image_ready = False        # the profile's image is on the host (checked or pulled this pass)
         row = store.pool(spec.pool)
         self.state = plan_mod.fresh_state()
         if row:
@@ -268,6 +269,11 @@ class PoolPass:
                               'state': 'planned', 'busy': False}
             self.started.append(name)
             return True
+        try:
+            self._ensure_image()
+        except EngineError as exc:
+            self._hold(plan_mod.CAUSE_START, 'cannot start %s: image pull failed: %s' % (name, exc))
+            return False
         registered, ok = self._github('register runner %s' % name, self.gh.register, name, spec.runner_group_id,
                                       spec.labels, spec.work_folder)
         if not ok:
@@ -314,6 +320,23 @@ class PoolPass:
             if not self._api_open():
                 return
             self._github('delete runner %s' % occ['runner_name'], self.gh.delete_runner, occ['runner_id'])
+
+    def _ensure_image(self):
+        """The profile's image on the host, pulled by its pull policy (once per pass), before anything is registered."""
+        profile = self.spec.profile
+        if self.image_ready:
+            return
+        if profile.pull != 'always' and self.engine.image_present(profile.image):
+            self.image_ready = True
+            return
+        if profile.pull == 'never':
+            raise EngineError('%s is not on the host and pull is never' % profile.image)
+        auth = profile.registry_auth
+        credentials = None
+        if auth is not None and split_image(profile.image)[0] == auth.registry:
+            credentials = {'username': auth.username, 'password': auth.password, 'serveraddress': auth.registry}
+        self.engine.pull(profile.image, credentials)
+        self.image_ready = True
 
     def _started(self, name, runner_id, idx):
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,

@@ -19,13 +19,15 @@ import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB, registry_auth
 
 OWNER_RE = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$')
 REPO_RE = re.compile(r'^[A-Za-z0-9._-]{1,100}$')
 DEFAULT_API_URL = 'https://api.github.com'
 
-Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'))
+Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
+                                             'pull', 'registry_auth'))
+PULL_POLICIES = ('missing', 'always', 'never')
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
     'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id',
@@ -58,7 +60,7 @@ def _profile(raw):
     if not isinstance(raw, dict):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
-                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'})
+                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -81,7 +83,14 @@ def _profile(raw):
     env = raw.get('environment') or {}
     if not isinstance(env, dict) or any(not isinstance(k, str) or '=' in k for k in env):
         raise SpecError('profile.environment must be a mapping of variable names to values')
-    return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())))
+    pull = raw.get('pull') or 'missing'
+    if pull not in PULL_POLICIES:
+        raise SpecError('profile.pull must be one of %s, got %r' % (', '.join(PULL_POLICIES), pull))
+    auth = registry_auth(raw.get('registry_auth'), 'profile.registry_auth')
+    if auth is not None and auth.ecr:
+        raise SpecError('profile.registry_auth.ecr is not supported for runner images: give username and password')
+    return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
+                   pull, auth)
 
 
 def parse_utc(value, field):

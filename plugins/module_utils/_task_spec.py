@@ -255,7 +255,8 @@ def from_task_definition(td, field='task_definition'):
             containers)
 
 
-def _registry_auth(raw, field):
+def registry_auth(raw, field):
+    """A registry_auth mapping (of a task, or a runner profile) as a RegistryAuth; None when not given."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -344,7 +345,7 @@ def task(raw, field='', defaults=None):
     for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
         if val is not None and (not isinstance(val, str) or not val.startswith('arn:')):
             raise SpecError('%s%s must be an IAM role ARN (arn:...), got %r' % (prefix, key, val))
-    auth = _registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
+    auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     containers = ()
     if state == 'running' or containers_raw:

@@ -124,6 +124,31 @@ options:
       environment:
         description: Environment variables of the runner containers (never the JIT config).
         type: dict
+      pull:
+        description:
+          - When the runner image is pulled, before the runner is registered. V(missing) pulls it when the host
+            has no copy, V(always) at every start, V(never) fails the start (the pool is held, cause C(start)) when
+            it is missing.
+          - A pull that fails registers nothing and holds the pool (cause C(start)) with C(image pull failed).
+        type: str
+        choices: [missing, always, never]
+        default: missing
+      registry_auth:
+        description: Credentials for pulling the runner image, used when the image's registry is O(profile.registry_auth.registry).
+        type: dict
+        suboptions:
+          registry:
+            description: The registry host (and port), as in the image reference.
+            type: str
+            required: true
+          username:
+            description: The user name.
+            type: str
+            required: true
+          password:
+            description: The password or token. Never logged or returned.
+            type: str
+            required: true
   warm:
     description: Idle runners kept ready for jobs not queued yet (with O(scale=queued)).
     type: int
@@ -334,6 +359,12 @@ POOL_OPTIONS = dict(
         slots=dict(type='int', required=True),
         network_mode=dict(type='str', choices=['bridge', 'host', 'none'], default='bridge'),
         environment=dict(type='dict'),
+        pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
+        registry_auth=dict(type='dict', options=dict(
+            registry=dict(type='str', required=True),
+            username=dict(type='str', required=True),
+            password=dict(type='str', required=True, no_log=True),
+        )),
     )),
     warm=dict(type='int'),
     scale=dict(type='str', choices=['queued', 'fixed']),

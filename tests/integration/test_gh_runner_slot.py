@@ -360,3 +360,41 @@ def test_two_pools_on_one_host_keep_each_others_runners(engine, standin, module_
         for profile in ('alpha', 'beta'):
             for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % (pool_name + profile)}):
                 c.remove(force=True)
+
+
+@pytest.fixture
+def remote_runner_image(engine):
+    """The runner image on the local htpasswd registry only (pushed, then removed from the host)."""
+    from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER
+    remote = '%s/drover/runner' % REGISTRY
+    auth = {'username': REGISTRY_USER, 'password': REGISTRY_PASSWORD}
+    engine.images.get(RUNNER_IMAGE).tag(remote, '1')
+    for line in engine.images.push(remote, '1', auth_config=auth, stream=True, decode=True):
+        assert 'error' not in line, line
+    engine.images.remove(remote + ':1')
+    yield remote + ':1', {'registry': REGISTRY, 'username': REGISTRY_USER, 'password': REGISTRY_PASSWORD}
+    try:
+        engine.images.remove(remote + ':1')
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def test_the_runner_image_is_pulled_with_its_registry_credentials(engine, standin, pool, pool_name, remote_runner_image):
+    image, auth = remote_runner_image
+    wrong = dict(auth, password=register('not-the-password-9d2c'))
+    held = pool(profile={'image': image, 'registry_auth': wrong})
+    assert held['started'] == [] and held['pool']['hold']['cause'] == 'start', held
+    assert any('image pull failed' in w for w in warnings_of(held)), warnings_of(held)
+    assert posts_and_deletes(standin) == []              # nothing registered for a runner that could not start
+    assert 'not-the-password-9d2c' not in json.dumps(held)
+    # the next pool (a new name) with the right credentials pulls the image and starts its runner
+    try:
+        r = pool(pool=pool_name + 'b', profile={'name': 'pulled', 'image': image, 'registry_auth': auth})
+        assert len(r['started']) == 1, warnings_of(r)
+        assert containers(engine, pool_name + 'b')[r['started'][0]].status == 'running'
+        assert image in [t for i in engine.images.list() for t in i.tags]
+        assert auth['password'] not in json.dumps(r)
+        assert not pool(pool=pool_name + 'b', profile={'name': 'pulled', 'image': image, 'registry_auth': auth})['changed']
+    finally:
+        for c in containers(engine, pool_name + 'b').values():
+            c.remove(force=True)
