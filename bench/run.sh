@@ -3,7 +3,7 @@
 # `make bench` first runs `make setup` (venv, engine, images, the stand-in's OpenAPI description, collection
 # link); run alone, this script expects those and makes only the anchor venv (bench/.venv-anchor: the full
 # `ansible` package, for community.docker; only when the ecs group runs). Settings: BENCH_GROUPS (ecs,
-# awsvpc, pools: all), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
+# awsvpc, pools: all; creds with all; load and pickup only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
 # BENCH_CALLS (1), BENCH_SETTLE (0.5), BENCH_POOLS (10), BENCH_SLOTS (4); results in
 # bench/results/latest.{json,md}. The awsvpc and pools groups need root.
 set -euo pipefail
@@ -44,7 +44,7 @@ groups=${groups//,/ }
 rest=()
 for g in $groups; do
   case $g in
-    creds | load) ;;
+    creds | load | pickup) ;;
     all) rest+=(ecs awsvpc pools) ;;
     *) rest+=("$g") ;;
   esac
@@ -57,6 +57,11 @@ if [ "$want_creds" = 1 ]; then
   mkdir -p "$ROOT/bench/results"
   "$VENV/bin/python" "$ROOT/bench/credentials.py" --json "$ROOT/bench/results/credentials.json"
 fi
+# pickup (job pickup latency, timer against webhook-triggered passes) runs only when named: BENCH_GROUPS=pickup
+case "$groups" in *" pickup "*)
+  mkdir -p "$ROOT/bench/results"
+  "$VENV/bin/python" "$ROOT/bench/pickup.py" --json "$ROOT/bench/results/pickup.json" ;;
+esac
 # load (200 tasks, 10 pools) runs only when named: BENCH_GROUPS=load
 case "$groups" in *" load "*)
   mkdir -p "$ROOT/bench/results"
