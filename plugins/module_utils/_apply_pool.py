@@ -17,12 +17,13 @@ __metaclass__ = type
 
 import calendar
 import hashlib
+import json
 import os
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
-from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub, GitHubError, RateLimited, BUSY
+from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
@@ -31,6 +32,9 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 
 ROLE = 'runner'
 JIT_MOUNT = '/runner/.jitconfig'
+# The listings' ETags and last answers, beside the store: the next pass asks with If-None-Match, and GitHub's
+# 304 answers do not count against the rate limit.
+ETAGS_FILE = 'github-etags.json'
 # The label that ties a runner container to the store that started it: two stores on one engine (two
 # inventories, a demo beside a test) must not adopt or drain each other's runners.
 STORE_LABEL = 'drover.store'
@@ -392,6 +396,31 @@ class PoolPass:
             self.store.add_event(dict(ev, subject=ev.get('subject', 'pool/%s' % self.spec.pool)))
 
 
+def _read_etags(path):
+    """The listings' ETags and answers the last pass kept; {} when there are none or they cannot be read."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (IOError, OSError, ValueError):
+        return {}
+
+
+def _write_etags(path, entries):
+    """Keep the listings' ETags for the next pass (root-only, replaced whole; a failure only costs requests)."""
+    tmp = '%s.%d' % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+        with os.fdopen(fd, 'w') as handle:
+            json.dump(entries, handle)
+        os.rename(tmp, path)
+    except (IOError, OSError, ValueError, TypeError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def _client(spec, params, where, github_factory):
     try:
         return github_factory(spec.api_url, spec.auth, repository=spec.repository, organization=spec.organization,
@@ -484,6 +513,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
         'started': work.started, 'stopped': work.stopped, 'released': work.released,
         'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
         'warnings': work.warnings, 'github_requests': getattr(gh, 'requests', 0),
+        'github_not_modified': getattr(gh, 'not_modified', 0),
     }
 
 
@@ -500,8 +530,15 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
             declared = declared + _purged(params, mid, store, scoped(listing, scope), declared, github_factory)
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
+        etags_path = os.path.join(os.path.dirname(params['store_path']) or '.', ETAGS_FILE)
+        etags = Etags(_read_etags(etags_path))
+        for dummy, dummy, dummy, gh in declared:
+            if isinstance(gh, GitHub):
+                gh.etags = etags
         results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope)
                    for dummy, spec, dummy, gh in declared]
+        if not check_mode:
+            _write_etags(etags_path, etags.used)
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:
@@ -512,13 +549,14 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     if params.get('pools') is None:
         return results[0]
     out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': [],
-           'github_requests': sum(r['github_requests'] for r in results)}
+           'github_requests': sum(r['github_requests'] for r in results),
+           'github_not_modified': sum(r['github_not_modified'] for r in results)}
     for key in ('started', 'stopped', 'released', 'orphans_deleted'):
         out[key] = [name for r in results for name in r[key]]
     for r in results:
         out['pools'].append(dict(r['pool'], changed=r['changed'], queued=r['queued'],
                                  **dict((k, r[k]) for k in ('started', 'stopped', 'released', 'orphans_deleted',
-                                                            'github_requests'))))
+                                                            'github_requests', 'github_not_modified'))))
         out['events'].extend(r['events'])
         out['warnings'].extend(r['warnings'])
     return out

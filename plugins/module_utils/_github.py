@@ -5,9 +5,10 @@
 
 Owns: auth by token or GitHub App installation, repository and organization runners (list, delete with
 Deleted / Busy / NotFound, JIT registration), queued jobs of queued and in-progress runs with their
-labels, a timeout on every request, and the translation of rate limits (RateLimited, with the reset
-time) and other failures (GitHubError) into errors that name what was being done. Never logs or returns
-a token or a JIT config.
+labels, a timeout on every request, conditional listings (If-None-Match with the ETag of the last answer,
+kept in a cache the caller persists: a 304 does not count against the rate limit), and the translation of
+rate limits (RateLimited, with the reset time) and other failures (GitHubError) into errors that name what
+was being done. Never logs or returns a token or a JIT config.
 Must not: decide anything.
 """
 
@@ -71,14 +72,38 @@ def _message(exc):
     return '%s %s' % (getattr(exc, 'status', '') or '', str(exc)[:200] or exc.__class__.__name__)
 
 
+class Etags:
+    """ETags and answers of listings: `known` as loaded (from the last pass), `used` the ones this pass asked
+    for or got, which are all the caller keeps (a listing no longer asked for is dropped)."""
+
+    def __init__(self, known=None):
+        self.known = dict(known or {})
+        self.used = {}
+
+    def get(self, key):
+        entry = self.used.get(key) or self.known.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get('etag'), str) and 'data' in entry:
+            return entry
+        return None
+
+    def put(self, key, entry):
+        self.used[key] = entry
+
+
 class GitHub:
     """One pool's view of GitHub: a repository's or an organization's runners and jobs."""
 
-    def __init__(self, api_url, auth, repository=None, organization=None, timeout=TIMEOUT, clock=time.time):
+    def __init__(self, api_url, auth, repository=None, organization=None, timeout=TIMEOUT, clock=time.time,
+                 etags=None):
         self.clock = clock
         self.repository = repository
         self.organization = organization
         self.requests = 0
+        self.not_modified = 0       # conditional listings GitHub answered 304 (free against the rate limit)
+        self.api_url = api_url
+        # The last answer of each listing, to ask again with If-None-Match: shared by every pool of a call and
+        # persisted by the caller (Etags).
+        self.etags = Etags() if etags is None else etags
         if auth.token:
             credentials = github.Auth.Token(auth.token)
         else:
@@ -92,10 +117,10 @@ class GitHub:
     def base(self):
         return '/repos/%s' % self.repository if self.repository else '/orgs/%s' % self.organization
 
-    def _call(self, verb, url, what, parameters=None, body=None):
+    def _call(self, verb, url, what, parameters=None, body=None, headers=None):
         self.requests += 1
         try:
-            return self.requester.requestJsonAndCheck(verb, url, parameters=parameters, input=body)
+            return self.requester.requestJsonAndCheck(verb, url, parameters=parameters, input=body, headers=headers)
         except GithubException as exc:
             reset = _reset_of(exc, self.clock)
             if reset is not None:
@@ -106,12 +131,27 @@ class GitHub:
             # Timeouts, refused connections, a body that is not JSON: the request says nothing.
             raise GitHubError('%s: %s' % (what, str(exc)[:300] or exc.__class__.__name__))
 
+    def _get(self, url, what, params):
+        """A listing's answer, asked conditionally when an earlier one is cached (304: the cached one)."""
+        key = '%s %s?%s' % (self.api_url, url, '&'.join('%s=%s' % kv for kv in sorted(params.items())))
+        cached = self.etags.get(key)
+        headers = {'If-None-Match': cached['etag']} if cached else None
+        answer_headers, data = self._call('GET', url, what, params, headers=headers)
+        if cached and data is None:             # 304 Not Modified: no body
+            self.not_modified += 1
+            self.etags.put(key, cached)
+            return cached['data']
+        etag = dict((k.lower(), v) for k, v in (answer_headers or {}).items()).get('etag')
+        if etag and data is not None:
+            self.etags.put(key, {'etag': etag, 'data': data})
+        return data
+
     def _pages(self, url, key, what, parameters=None):
         out = []
         page = 1
         while True:
             params = dict(parameters or {}, per_page=PER_PAGE, page=page)
-            data = self._call('GET', url, what, params)[1]
+            data = self._get(url, what, params)
             if not isinstance(data, dict) or not isinstance(data.get(key), list):
                 raise GitHubError('%s: answer without %s' % (what, key))
             out.extend(data[key])
@@ -160,8 +200,8 @@ class GitHub:
         out = []
         page = 1
         while True:
-            data = self._call('GET', '/orgs/%s/repos' % self.organization, 'list repositories of %s' % self.organization,
-                              {'per_page': PER_PAGE, 'page': page})[1]
+            data = self._get('/orgs/%s/repos' % self.organization, 'list repositories of %s' % self.organization,
+                             {'per_page': PER_PAGE, 'page': page})
             if not isinstance(data, list):
                 raise GitHubError('list repositories of %s: answer is not a list' % self.organization)
             out.extend(r['full_name'] for r in data if isinstance(r, dict) and r.get('full_name'))

@@ -285,8 +285,8 @@ pool:
 pools:
   description:
     - With O(pools), each pool after the pass (the declared ones in order, then the purged ones), in the shape
-      of RV(pool), with its own C(changed), C(queued), C(started), C(stopped), C(released), C(orphans_deleted)
-      and C(github_requests).
+      of RV(pool), with its own C(changed), C(queued), C(started), C(stopped), C(released), C(orphans_deleted),
+      C(github_requests) and C(github_not_modified).
   returned: when O(pools) is given
   type: list
   elements: dict
@@ -316,6 +316,13 @@ github_requests:
       against the token's or installation's rate limit (5,000 an hour for a token).
     - A pool costs 3 requests per pass plus one per open workflow run (list runners, queued and in-progress
       runs, each run's jobs), plus one per runner started (registration) and one per runner removed.
+  returned: always
+  type: int
+github_not_modified:
+  description:
+    - Of RV(github_requests), the listings GitHub answered C(304 Not Modified): asked with the ETag of the last
+      pass's answer (kept in C(github-etags.json) beside the store, mode 0600), they do not count against the
+      rate limit.
   returned: always
   type: int
 queued:

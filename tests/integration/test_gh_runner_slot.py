@@ -398,3 +398,30 @@ def test_the_runner_image_is_pulled_with_its_registry_credentials(engine, standi
     finally:
         for c in containers(engine, pool_name + 'b').values():
             c.remove(force=True)
+
+
+def test_unchanged_listings_are_asked_with_their_etags(engine, standin, pool, pool_name, store_path):
+    """A pass asks again for a listing with If-None-Match; GitHub's 304 costs nothing against the rate limit."""
+    first = pool()
+    assert len(first['started']) == 1, warnings_of(first)
+    wait_for(lambda: runner_online(standin, first['started'][0]))
+    pool()                                                   # the runner's listing changed (online): a 200
+    used = standin.state()['rate']['used']
+    calls = len(standin.calls())
+    idle = pool()
+    assert not idle['changed'], idle
+    made = standin.calls()[calls:]
+    assert idle['github_requests'] == len(made) == 3, [(c['method'], c['path'], c['status']) for c in made]
+    assert idle['github_not_modified'] == 3 and [c['status'] for c in made] == [304, 304, 304], made
+    assert standin.state()['rate']['used'] == used            # nothing counted against the limit
+    kept = os.path.join(os.path.dirname(store_path), 'github-etags.json')
+    assert oct(os.stat(kept).st_mode & 0o777) == '0o600'
+    # a change shows through: a queued job is seen at once, and taken
+    job = standin.queue_job(REPO, ['linux'])
+    r = pool()
+    assert r['queued'] == 1 and r['github_not_modified'] < r['github_requests'], r
+    wait_for(lambda: standin.jobs[job['id']]['status'] != 'queued', timeout=30)
+    # check mode asks, but keeps nothing
+    before = open(kept).read()
+    pool(check=True)
+    assert open(kept).read() == before
