@@ -320,7 +320,7 @@ github_requests:
   type: int
 github_not_modified:
   description:
-    - Of RV(github_requests), the listings GitHub answered C(304 Not Modified): asked with the ETag of the last
+    - Of RV(github_requests), the listings GitHub answered C(304 Not Modified). Asked with the ETag of the last
       pass's answer (kept in C(github-etags.json) beside the store, mode 0600), they do not count against the
       rate limit.
   returned: always
