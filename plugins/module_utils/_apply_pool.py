@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import calendar
 import os
+import re
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
@@ -25,7 +26,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
-    declarations, host_prefix, owner_of, pool_spec, runner_name)
+    declarations, host_prefix, host_runner, owner_of, pool_spec, runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = 'runner'
@@ -33,15 +34,15 @@ JIT_MOUNT = '/runner/.jitconfig'
 
 
 def machine_id(path='/etc/machine-id'):
-    """This host's short machine ID: with the prefix, it names the host's runners."""
+    """This host's short machine ID: with the prefix, it names the host's runners. A host name (when there is
+    no machine ID) has its '-' and other characters a machine ID may not hold made '_'."""
+    value = ''
     try:
         with open(path) as handle:
-            value = handle.read().strip()
-        if value:
-            return value[:12]
+            value = handle.read().strip()[:12]
     except IOError:
         pass
-    return os.uname()[1][:12]
+    return re.sub(r'[^A-Za-z0-9_.]', '_', value or os.uname()[1][:12])
 
 
 def _epoch(ts):
@@ -189,9 +190,10 @@ class PoolPass:
         if not ok:
             return set(), False
         ours = set(o['runner_id'] for o in occupants.values()) | self.host_runner_ids
-        prefix = host_prefix(self.spec)
         for runner in runners:
-            if (runner['name'] or '').startswith(prefix) and runner['id'] not in ours:
+            # The exact prefix and machine ID, parsed: not a name that merely starts with them (host `web` and
+            # `web-2`'s runners, or profile `p` and profile `p-2`'s JIT files below).
+            if host_runner(self.spec, runner['name']) and runner['id'] not in ours:
                 if self.check_mode:
                     self.orphans_deleted.append(runner['name'])
                     continue
@@ -312,10 +314,9 @@ class PoolPass:
         one and before its container existed leaves it behind; its registration goes as an orphan)."""
         if self.check_mode or self.spec.profile is None or not os.path.isdir(self.jit_dir):
             return
-        prefix = '%s%s-' % (host_prefix(self.spec), self.spec.profile.name)
         held = set(o['runner_name'] for o in occupants.values())
         for name in os.listdir(self.jit_dir):
-            if name.startswith(prefix) and name not in held:
+            if host_runner(self.spec, name, self.spec.profile.name) and name not in held:
                 try:
                     os.unlink(self._jit_path(name))
                 except OSError:
