@@ -23,6 +23,7 @@ import time
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
 from ansible_collections.drover.fleet.plugins.module_utils._github import GitHub, GitHubError, RateLimited, BUSY
+from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
@@ -253,9 +254,12 @@ class PoolPass:
         runner_id, jit = registered
         path = self._jit_path(name)
         try:
-            os.makedirs(self.jit_dir, 0o700, exist_ok=True)
-            os.chmod(self.jit_dir, 0o700)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+            _files.ensure_dir(self.jit_dir, 0o700)
+            try:
+                os.unlink(path)             # a file (or link) left there: the config is written anew, never through it
+            except OSError:
+                pass
+            fd = _files.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
             with os.fdopen(fd, 'w') as handle:
                 handle.write(jit)
             del jit
@@ -442,6 +446,11 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
             declared = declared + _purged(params, mid, store, listing, declared, github_factory)
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
+        if os.path.lexists(jit_dir):
+            try:
+                _files.check_dir(jit_dir)
+            except OSError as exc:
+                raise TaskFailure('JIT config directory: %s' % exc)
         results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir)
                    for dummy, spec, dummy, gh in declared]
     except EngineError as exc:

@@ -3,6 +3,9 @@
 
 from __future__ import absolute_import, division, print_function
 
+import os
+import stat
+
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as p
@@ -327,3 +330,48 @@ def test_a_profile_sweeps_only_its_own_jit_files(tmp_path):
     work.sweep_jit_files({0: {'runner_name': 'drover-web-small-1-1800000000'}})
     # only the second file: the first is held, the others are profile small-x's and other hosts'
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n in names if n != names[1])
+
+
+class _Engine:
+    def __init__(self):
+        self.made = []
+
+    def create(self, name, image, labels, **kw):
+        self.made.append((name, kw['binds']))
+        return 'cid-%s' % name
+
+    def start(self, cid):
+        pass
+
+
+def test_a_link_at_a_jit_config_path_is_not_followed(tmp_path):
+    """The JIT config is written anew, never through a link left in its place: a file of another's keeps its
+    mode and text; the config is a regular file of mode 0400."""
+    victim = tmp_path / 'theirs'
+    victim.write_text('not yours\n')
+    os.chmod(str(victim), 0o644)
+    jit = tmp_path / 'jit'
+    jit.mkdir(mode=0o700)
+    work, gh = _pass('web', [], jit_dir=str(jit))
+    gh.register = lambda name, group, labels, folder: (7, 'JITCONFIG')
+    work.engine = _Engine()
+    name = runner_name(work.spec, 0, T0)
+    os.symlink(str(victim), str(jit / name))
+    occupants = {}
+    assert work.start(occupants, 0) and occupants[0]['runner_name'] == name
+    assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == 'not yours\n'
+    made = os.lstat(str(jit / name))
+    assert stat.S_ISREG(made.st_mode) and stat.S_IMODE(made.st_mode) == 0o400
+    assert (jit / name).read_text() == 'JITCONFIG'
+
+
+def test_a_jit_directory_others_can_write_starts_no_runner(tmp_path):
+    jit = tmp_path / 'jit'
+    jit.mkdir()
+    os.chmod(str(jit), 0o777)
+    work, gh = _pass('web', [], jit_dir=str(jit))
+    gh.register = lambda name, group, labels, folder: (7, 'JITCONFIG')
+    work.engine = _Engine()
+    assert not work.start({}, 0)
+    assert work.engine.made == [] and os.listdir(str(jit)) == [] and gh.deleted == [7]
+    assert any('writable by another user' in w for w in work.warnings), work.warnings
