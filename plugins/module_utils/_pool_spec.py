@@ -165,9 +165,9 @@ def pool_spec(params, machine_id):
         parts = repository.split('/') if isinstance(repository, str) else []
         if len(parts) != 2 or not OWNER_RE.match(parts[0]) or not REPO_RE.match(parts[1]) \
                 or parts[1] in ('.', '..'):
-            raise SpecError('repository must be owner/name, GitHub names (owner: up to 39 letters, digits and '
-                            'single hyphens, not first or last; name: up to 100 letters, digits, ".", "_" or "-", '
-                            'not "." or ".."), got %r' % (repository,))
+            raise SpecError('repository must be owner/name, got %r: GitHub names, the owner up to 39 letters, digits '
+                            'and single hyphens, not first or last, the name up to 100 letters, digits, ".", "_" or '
+                            '"-", not "." or ".."' % (repository,))
     if organization and (not isinstance(organization, str) or not OWNER_RE.match(organization)):
         raise SpecError('organization %r is not a valid GitHub organization name (up to 39 letters, digits and '
                         'single hyphens, not first or last)' % (organization,))
