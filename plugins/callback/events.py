@@ -49,6 +49,8 @@ options:
     description:
       - Append each event as one JSON line to this file. Its directory is created (mode 0700) when missing
         and the file has mode 0600.
+      - The file is never opened through a symbolic link, and no event is logged when its directory, or a
+        directory above it that is not sticky, can be written by another user (a warning says so).
       - No log is written when unset.
     type: path
     ini:
@@ -134,7 +136,8 @@ options:
       - The controller-side state file of fleet-wide holds, a JSON object that maps each repository held
         fleet-wide to its C(until), C(hosts) and C(since). A run merges its holds into it and drops the
         entries that have expired. Its directory is created (mode 0700) when missing and the file has mode
-        0600; C(<fleet_state_path>.lock) serialises runs that write it.
+        0600; C(<fleet_state_path>.lock) serialises runs that write it. Neither is opened through a symbolic
+        link, and neither is written when another user can write their directory (as for O(log_path)).
     type: path
     default: ~/.ansible/drover/fleet-holds.json
     ini:
@@ -161,6 +164,7 @@ from urllib.parse import urlsplit
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.callback import CallbackBase
+from ansible_collections.drover.fleet.plugins.module_utils import _files
 
 try:
     import fcntl
@@ -358,9 +362,8 @@ def write_all(fd, data):
 
 
 def ensure_dir(path):
-    directory = os.path.dirname(path)
-    if directory and not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+    """The directory of `path`, made 0700 when missing; refused when another user can write it (_files)."""
+    _files.ensure_dir(os.path.dirname(os.path.abspath(path)), 0o700)
 
 
 # --- the webhook --------------------------------------------------------------------------------
@@ -569,7 +572,7 @@ class CallbackModule(CallbackBase):
         data = to_bytes(''.join(json.dumps(e, sort_keys=True, default=to_text) + '\n' for e in events))
         try:
             ensure_dir(path)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = _files.open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 try:
                     os.fchmod(fd, 0o600)
@@ -614,14 +617,14 @@ class CallbackModule(CallbackBase):
         if not path or (not self.fleet and not os.path.exists(path)):
             return
         ensure_dir(path)
-        lock_fd = os.open(path + '.lock', os.O_WRONLY | os.O_CREAT, 0o600)
+        lock_fd = _files.open_file(path + '.lock', os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             if HAS_FCNTL:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX)
             existing = {}
             if os.path.exists(path):
                 try:
-                    with open(path, 'rb') as handle:
+                    with os.fdopen(_files.open_file(path, os.O_RDONLY), 'rb') as handle:
                         existing = json.loads(to_text(handle.read()))
                 except (OSError, IOError, ValueError) as exc:
                     self._display.warning('%s: the fleet hold file %s cannot be read (%s); it is written anew'

@@ -27,6 +27,8 @@ options:
       - The host store, an SQLite database of what cannot be read back from the engine; an absolute path.
       - Created on first use with mode C(0600) in a directory of mode C(0700). The host lock is a file
         beside it named after it with C(.lock) appended.
+      - Neither is opened through a symbolic link, and both are refused in a directory that a user other than
+        its owner (or root) can write, or below a directory that another user can write and that is not sticky.
     type: path
     default: /var/lib/drover/store.db
 requirements:

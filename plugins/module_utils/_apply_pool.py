@@ -19,15 +19,17 @@ import calendar
 import hashlib
 import json
 import os
+import re
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
 from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
+from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
-    declarations, host_prefix, owner_of, pool_spec, runner_name)
+    declarations, host_prefix, host_runner, owner_of, pool_spec, runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = 'runner'
@@ -53,15 +55,15 @@ def scoped(listing, scope):
 
 
 def machine_id(path='/etc/machine-id'):
-    """This host's short machine ID: with the prefix, it names the host's runners."""
+    """This host's short machine ID: with the prefix, it names the host's runners. A host name (when there is
+    no machine ID) has its '-' and other characters a machine ID may not hold made '_'."""
+    value = ''
     try:
         with open(path) as handle:
-            value = handle.read().strip()
-        if value:
-            return value[:12]
+            value = handle.read().strip()[:12]
     except IOError:
         pass
-    return os.uname()[1][:12]
+    return re.sub(r'[^A-Za-z0-9_.]', '_', value or os.uname()[1][:12])
 
 
 def _epoch(ts):
@@ -219,9 +221,10 @@ class PoolPass:
         if not ok:
             return set(), False
         ours = set(o['runner_id'] for o in occupants.values()) | self.host_runner_ids
-        prefix = host_prefix(self.spec)
         for runner in runners:
-            if (runner['name'] or '').startswith(prefix) and runner['id'] not in ours:
+            # The exact prefix and machine ID, parsed: not a name that merely starts with them (host `web` and
+            # `web-2`'s runners, or profile `p` and profile `p-2`'s JIT files below).
+            if host_runner(self.spec, runner['name']) and runner['id'] not in ours:
                 if self.check_mode:
                     self.orphans_deleted.append(runner['name'])
                     continue
@@ -286,9 +289,12 @@ class PoolPass:
         runner_id, jit = registered
         path = self._jit_path(name)
         try:
-            os.makedirs(self.jit_dir, 0o700, exist_ok=True)
-            os.chmod(self.jit_dir, 0o700)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+            _files.ensure_dir(self.jit_dir, 0o700)
+            try:
+                os.unlink(path)             # a file (or link) left there: the config is written anew, never through it
+            except OSError:
+                pass
+            fd = _files.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
             with os.fdopen(fd, 'w') as handle:
                 handle.write(jit)
             del jit
@@ -373,10 +379,9 @@ class PoolPass:
         one and before its container existed leaves it behind; its registration goes as an orphan)."""
         if self.check_mode or self.spec.profile is None or not os.path.isdir(self.jit_dir):
             return
-        prefix = '%s%s-' % (host_prefix(self.spec), self.spec.profile.name)
         held = set(o['runner_name'] for o in occupants.values())
         for name in os.listdir(self.jit_dir):
-            if name.startswith(prefix) and name not in held:
+            if host_runner(self.spec, name, self.spec.profile.name) and name not in held:
                 try:
                     os.unlink(self._jit_path(name))
                 except OSError:
@@ -399,7 +404,7 @@ class PoolPass:
 def _read_etags(path):
     """The listings' ETags and answers the last pass kept; {} when there are none or they cannot be read."""
     try:
-        with open(path) as handle:
+        with os.fdopen(_files.open_file(path, os.O_RDONLY), 'r') as handle:
             data = json.load(handle)
         return data if isinstance(data, dict) else {}
     except (IOError, OSError, ValueError):
@@ -410,7 +415,7 @@ def _write_etags(path, entries):
     """Keep the listings' ETags for the next pass (root-only, replaced whole; a failure only costs requests)."""
     tmp = '%s.%d' % (path, os.getpid())
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+        fd = _files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, 'w') as handle:
             json.dump(entries, handle)
         os.rename(tmp, path)
@@ -530,6 +535,11 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
             declared = declared + _purged(params, mid, store, scoped(listing, scope), declared, github_factory)
         now = clock()
         jit_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'jit')
+        if os.path.lexists(jit_dir):
+            try:
+                _files.check_dir(jit_dir)
+            except OSError as exc:
+                raise TaskFailure('JIT config directory: %s' % exc)
         etags_path = os.path.join(os.path.dirname(params['store_path']) or '.', ETAGS_FILE)
         etags = Etags(_read_etags(etags_path))
         for dummy, dummy, dummy, gh in declared:

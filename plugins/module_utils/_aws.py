@@ -18,7 +18,7 @@ import base64
 import re
 
 # <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]
-ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$')
+ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?\Z')
 DEFAULT_REGION = 'us-east-1'
 SESSION_SECONDS = 900      # the shortest STS session: long enough for one pull
 TIMEOUT = 15

@@ -21,7 +21,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 # How long to wait for a hot-plugged ENI to appear on the host (seconds).
 ENI_WAIT = 30
 HOLDER_IMAGE = 'drover.local/busybox:1'
-MAC_RE = re.compile(r'^[0-9a-f]{2}(:[0-9a-f]{2}){5}$')
+MAC_RE = re.compile(r'^[0-9a-f]{2}(:[0-9a-f]{2}){5}\Z')
 NETNS_KEYS = ('eni_mac', 'address', 'dhcp', 'gateway', 'routes', 'dns_servers', 'credential_link', 'wait_timeout',
               'holder_image')
 

@@ -18,11 +18,19 @@ import re
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
-from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB, registry_auth
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE, SpecError, check_name
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import (
+    IMAGE_RE, MIN_MEMORY_MIB, check_environment_size, registry_auth)
 
-OWNER_RE = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$')
-REPO_RE = re.compile(r'^[A-Za-z0-9._-]{1,100}$')
+# GitHub's names: an owner (user or organization) is 1 to 39 letters, digits and single hyphens, neither first
+# nor last; a repository name is 1 to 100 letters, digits, '.', '_' and '-', but not '.' or '..' (both would
+# change the API path the name is put in). \Z, not $: '$' also matches before a trailing newline.
+OWNER_RE = re.compile(r'^(?=.{1,39}\Z)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\Z')
+REPO_RE = re.compile(r'^[A-Za-z0-9._-]{1,100}\Z')
+# The parts of a runner name, <prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>: a prefix and a machine ID
+# have no '-', so the name splits at its first two and last two '-' into exactly these parts.
+PREFIX_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,31}\Z')
+MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
@@ -49,6 +57,26 @@ def owner_of(spec):
 def host_prefix(spec):
     """What the names of this host's runners start with: prefix plus machine ID."""
     return '%s-%s-' % (spec.name_prefix, spec.machine_id)
+
+
+def parse_runner_name(name):
+    """(prefix, machine ID, profile, slot, unix seconds) of a runner name this collection makes, else None."""
+    parts = (name or '').split('-')
+    if len(parts) < 5 or not parts[-1].isdigit() or not parts[-2].isdigit():
+        return None
+    prefix, machine, profile = parts[0], parts[1], '-'.join(parts[2:-2])
+    if not PREFIX_RE.match(prefix) or not MACHINE_ID_RE.match(machine) or not NAME_RE.match(profile):
+        return None
+    return prefix, machine, profile, int(parts[-2]), int(parts[-1])
+
+
+def host_runner(spec, name, profile=None):
+    """Whether `name` is a runner name of this host (its prefix and machine ID exactly, not only as the start
+    of a longer machine ID), and of `profile` when one is given."""
+    parsed = parse_runner_name(name)
+    if parsed is None or parsed[:2] != (spec.name_prefix, spec.machine_id):
+        return False
+    return profile is None or parsed[2] == profile
 
 
 def runner_name(spec, slot_index, now):
@@ -83,6 +111,7 @@ def _profile(raw):
     env = raw.get('environment') or {}
     if not isinstance(env, dict) or any(not isinstance(k, str) or '=' in k for k in env):
         raise SpecError('profile.environment must be a mapping of variable names to values')
+    check_environment_size([(k, str(v)) for k, v in env.items()], 'profile.environment')
     pull = raw.get('pull') or 'missing'
     if pull not in PULL_POLICIES:
         raise SpecError('profile.pull must be one of %s, got %r' % (', '.join(PULL_POLICIES), pull))
@@ -142,11 +171,18 @@ def pool_spec(params, machine_id):
     if not repository and not organization:
         raise SpecError('repository (owner/name) or organization is required')
     if repository:
-        parts = repository.split('/')
-        if len(parts) != 2 or not OWNER_RE.match(parts[0]) or not REPO_RE.match(parts[1]):
-            raise SpecError('repository must be owner/name, got %r' % repository)
-    if organization and not OWNER_RE.match(organization):
-        raise SpecError('organization %r is not a valid GitHub organization name' % organization)
+        parts = repository.split('/') if isinstance(repository, str) else []
+        if len(parts) != 2 or not OWNER_RE.match(parts[0]) or not REPO_RE.match(parts[1]) \
+                or parts[1] in ('.', '..'):
+            raise SpecError('repository must be owner/name, got %r: GitHub names, the owner up to 39 letters, digits '
+                            'and single hyphens, not first or last, the name up to 100 letters, digits, ".", "_" or '
+                            '"-", not "." or ".."' % (repository,))
+    if organization and (not isinstance(organization, str) or not OWNER_RE.match(organization)):
+        raise SpecError('organization %r is not a valid GitHub organization name (up to 39 letters, digits and '
+                        'single hyphens, not first or last)' % (organization,))
+    if not isinstance(machine_id, str) or not MACHINE_ID_RE.match(machine_id):
+        raise SpecError('machine_id must be 1 to 64 letters, digits, "_" or ".", starting with a letter or digit '
+                        '(no "-": it is the second part of every runner name), got %r' % (machine_id,))
     state = params.get('state') or 'present'
     labels = params.get('labels') or []
     if state == 'present' and not labels:
@@ -172,7 +208,7 @@ def pool_spec(params, machine_id):
     if isinstance(group, bool) or not isinstance(group, int) or group < 1:
         raise SpecError('runner_group_id must be a whole number of at least 1, got %r' % (group,))
     prefix = params.get('name_prefix') or 'drover'
-    if not re.match(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,31}$', prefix):
+    if not isinstance(prefix, str) or not PREFIX_RE.match(prefix):
         raise SpecError('name_prefix must be up to 32 letters, digits, "_" or ".", got %r' % prefix)
     token = params.get('token')
     app = (params.get('app_id'), params.get('app_private_key'), params.get('installation_id'))
@@ -185,7 +221,7 @@ def pool_spec(params, machine_id):
         if '-----BEGIN' not in str(app[1]):
             raise SpecError('app_private_key must be the App\'s PEM private key')
     api_url = (params.get('api_url') or DEFAULT_API_URL).rstrip('/')
-    if not re.match(r'^https?://[^\s/]+', api_url):
+    if not re.match(r'^https?://[^\s/]+(?:/\S*)?\Z', api_url):
         raise SpecError('api_url must be an http(s) URL, got %r' % api_url)
     return PoolSpec(
         pool=pool, repository=repository, organization=organization, labels=tuple(labels),

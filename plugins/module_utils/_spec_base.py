@@ -14,7 +14,8 @@ __metaclass__ = type
 import re
 
 # Docker names: a letter or digit, then letters, digits, '_', '.', '-'.
-NAME_RE = re.compile(r'^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')
+# \Z, not $: '$' also matches before a trailing newline, and a name ends up in paths and labels.
+NAME_RE = re.compile(r'^[a-zA-Z0-9][a-zA-Z0-9_.-]*\Z')
 
 
 class SpecError(ValueError):

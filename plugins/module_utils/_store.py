@@ -20,11 +20,16 @@ import os
 import sqlite3
 import time
 
+from ansible_collections.drover.fleet.plugins.module_utils import _files
+
 DEFAULT_STORE_PATH = '/var/lib/drover/store.db'
 # How long a converge waits for another one to release the host lock.
 LOCK_TIMEOUT = 60
 # How long SQLite itself waits on a locked database before giving up (milliseconds).
 BUSY_TIMEOUT_MS = 10000
+
+# The files SQLite keeps next to the database.
+SQLITE_SIDE_FILES = ('-wal', '-shm', '-journal')
 
 # Each entry migrates the schema from version i to i + 1. Never edit a released entry:
 # append a new one, so every store on every host reaches the same schema.
@@ -125,8 +130,11 @@ class HostLock:
         self._fd = None
 
     def acquire(self):
-        _ensure_dir(os.path.dirname(self.path))
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _ensure_dir(os.path.dirname(self.path))
+            fd = _files.open_file(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreError('host lock %s cannot be opened: %s' % (self.path, exc))
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -160,10 +168,15 @@ class HostLock:
 
 
 def _ensure_dir(path):
-    if path and not os.path.isdir(path):
-        # exist_ok: two first runs on a host make it at once (the lock inside it is not taken yet).
-        os.makedirs(path, 0o700, exist_ok=True)
-        os.chmod(path, 0o700)
+    """The store's directory: made 0700 when missing; refused when another user can write it (_files)."""
+    if path:
+        _files.ensure_dir(path, 0o700)
+
+
+def _refuse_links(path):
+    """The database and SQLite's files next to it are never opened through a symbolic link."""
+    for suffix in ('',) + SQLITE_SIDE_FILES:
+        _files.refuse_link(path + suffix)
 
 
 class Store:
@@ -175,18 +188,22 @@ class Store:
         self.db = None
         try:
             if read_only:
-                if os.path.exists(path):
+                if os.path.lexists(path):
+                    _files.check_dir(os.path.dirname(path))
+                    _refuse_links(path)
                     self.db = sqlite3.connect('file:%s?mode=ro' % path, uri=True, timeout=BUSY_TIMEOUT_MS / 1000.0)
                 else:
                     # Nothing stored yet: plan against an empty store held in memory.
                     self.db = sqlite3.connect(':memory:')
             else:
                 _ensure_dir(os.path.dirname(path))
-                fresh = not os.path.exists(path)
-                if fresh:
-                    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+                _refuse_links(path)
+                fd = _files.open_file(path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    os.fchmod(fd, 0o600)
+                finally:
+                    os.close(fd)
                 self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000.0, isolation_level=None)
-                os.chmod(path, 0o600)
             self.db.row_factory = sqlite3.Row
             self.db.execute('PRAGMA busy_timeout = %d' % BUSY_TIMEOUT_MS)
             version = self.db.execute('PRAGMA user_version').fetchone()[0]

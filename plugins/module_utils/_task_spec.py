@@ -31,10 +31,19 @@ _LABEL = r'[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?'
 # A first component is a registry host only with a dot, a port, or as localhost (else it is a path).
 _DOMAIN = r'(?:(?:localhost|%s(?:\.%s)+)(?::[0-9]+)?/|%s:[0-9]+/)' % (_LABEL, _LABEL, _LABEL)
 _PATH = r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
-IMAGE_RE = re.compile(r'^%s?%s(?:/%s)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$'
-                      % (_DOMAIN, _PATH, _PATH))
+IMAGE_RE = re.compile(r'^%s?%s(?:/%s)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z'
+                      % (_DOMAIN, _PATH, _PATH), re.ASCII)
+# Bounds, as ECS has them: at most 10 container definitions in a task definition; a whole task definition
+# is at most 64 KiB, so no container's environment (NAME=value strings, UTF-8) and no container's command or
+# entry point (its arguments) is larger. Each stays under Linux's 128 KiB for one string (MAX_ARG_STRLEN)
+# and, all of one container together, far under its total for arguments and environment (a quarter of the
+# stack limit, 2 MiB by default). ECS's StopTask takes a reason of at most 255 characters.
+MAX_CONTAINERS = 10
+MAX_ENVIRONMENT_BYTES = 64 * 1024
+MAX_ARGV_BYTES = 64 * 1024
+MAX_STOP_REASON = 255
 # A credential ID ends up in a URI path (/v2/credentials/<id>).
-CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
+CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}\Z')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
 STATES = ('running', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
@@ -97,6 +106,10 @@ def _argv(value, field):
         if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
             raise SpecError('%s[%d] must be a string, got %r' % (field, i, arg))
         out.append(str(arg))
+    size = sum(len(arg.encode('utf-8', 'surrogatepass')) + 1 for arg in out)
+    if size > MAX_ARGV_BYTES:
+        raise SpecError('%s is %d bytes long: at most %d (64 KiB, the size of a whole ECS task definition)'
+                        % (field, size, MAX_ARGV_BYTES))
     return tuple(out)
 
 
@@ -118,7 +131,16 @@ def _environment(value, field):
         elif not isinstance(val, str):
             raise SpecError('%s.%s must be a string, got %s' % (field, key, type(val).__name__))
         out.append((key, val))
+    check_environment_size(out, field)
     return tuple(sorted(out))
+
+
+def check_environment_size(pairs, field):
+    """An environment ((name, value) pairs) of at most MAX_ENVIRONMENT_BYTES, counted as NAME=value strings."""
+    size = sum(len(('%s=%s' % (k, v)).encode('utf-8', 'surrogatepass')) + 1 for k, v in pairs)
+    if size > MAX_ENVIRONMENT_BYTES:
+        raise SpecError('%s is %d bytes (NAME=value, all variables together): at most %d (64 KiB, the size of a '
+                        'whole ECS task definition)' % (field, size, MAX_ENVIRONMENT_BYTES))
 
 
 def _ports(value, field, network_mode):
@@ -336,6 +358,9 @@ def task(raw, field='', defaults=None):
     stop_reason = raw.get('stop_reason')
     if stop_reason is not None and not isinstance(stop_reason, str):
         raise SpecError('%sstop_reason must be a string' % prefix)
+    if stop_reason is not None and len(stop_reason) > MAX_STOP_REASON:
+        raise SpecError('%sstop_reason is %d characters long: at most %d (as ECS\'s StopTask takes)'
+                        % (prefix, len(stop_reason), MAX_STOP_REASON))
     cred_id = raw.get('cred_id')
     if cred_id is not None:
         if not task_role_arn:
@@ -354,6 +379,9 @@ def task(raw, field='', defaults=None):
                 raise SpecError('%s is required with state running and must be a non-empty list '
                                 '(or give task_definition)' % containers_field)
             raise SpecError('%s must be a list' % containers_field)
+        if len(containers_raw) > MAX_CONTAINERS:
+            raise SpecError('%s lists %d containers: a task has at most %d (as an ECS task definition)'
+                            % (containers_field, len(containers_raw), MAX_CONTAINERS))
         out = []
         seen = set()
         for i, item in enumerate(containers_raw):

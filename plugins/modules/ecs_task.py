@@ -65,6 +65,7 @@ options:
     description:
       - The task's containers, started in this order.
       - Required with O(state=running) unless O(task_definition) is given.
+      - At most 10, as in an ECS task definition.
     type: list
     elements: dict
     suboptions:
@@ -85,7 +86,10 @@ options:
         description: The entrypoint, as a list of arguments (exec form).
         type: raw
       environment:
-        description: Environment variables; values are turned into strings.
+        description:
+          - Environment variables; values are turned into strings.
+          - At most 64 KiB in all (the C(NAME=value) strings in UTF-8), the size of a whole ECS task definition;
+            O(containers[].command) and O(containers[].entrypoint) are bounded the same way.
         type: dict
       essential:
         description: When an essential container exits, the whole task stops.
@@ -193,7 +197,7 @@ options:
     choices: [running, stopped, absent]
     default: running
   stop_reason:
-    description: The reason recorded when this converge stops the task; C(Task stopped) when not given.
+    description: The reason recorded when this converge stops the task; C(Task stopped) when not given. At most 255 characters, as ECS's StopTask takes.
     type: str
   restart:
     description:

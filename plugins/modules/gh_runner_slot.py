@@ -81,10 +81,15 @@ options:
         hold. It is not stored and changes no streak; a time in the past holds nothing.
     type: str
   repository:
-    description: The repository the pool serves, as C(owner/name). Mutually exclusive with O(organization).
+    description:
+      - The repository the pool serves, as C(owner/name). Mutually exclusive with O(organization).
+      - GitHub's names; the owner is 1 to 39 letters, digits and single hyphens, not first or last; the name
+        1 to 100 letters, digits, C(.), C(_) or C(-), not C(.) or C(..).
     type: str
   organization:
-    description: The organization the pool serves (organization runners). Mutually exclusive with O(repository).
+    description:
+      - The organization the pool serves (organization runners). Mutually exclusive with O(repository).
+      - 1 to 39 letters, digits and single hyphens, not first or last.
     type: str
   labels:
     description: The runners' labels; at least one. A job matches when every label it asks for is one of these.
@@ -122,7 +127,7 @@ options:
         choices: [bridge, host, none]
         default: bridge
       environment:
-        description: Environment variables of the runner containers (never the JIT config).
+        description: Environment variables of the runner containers (never the JIT config); at most 64 KiB in all.
         type: dict
       pull:
         description:
@@ -165,13 +170,17 @@ options:
   name_prefix:
     description:
       - The first part of every runner name, C(<prefix>-<machine-id>-<profile>-<slot>-<unix-seconds>).
-      - Runners whose names start with C(<prefix>-<machine-id>-) and that no slot of any pool on this host holds
-        are orphans and are deleted. Pools on one host should use distinct profile names, so that their
+      - Runners whose names have exactly this prefix and this host's machine ID as their first two parts and
+        that no slot of any pool on this host holds are orphans and are deleted. Pools on one host should use distinct profile names, so that their
         runner (and container) names never meet; a call with O(pools) refuses two pools with the same one.
     type: str
     default: drover
   machine_id:
-    description: This host's ID in runner names; by default the first 12 characters of C(/etc/machine-id).
+    description:
+      - This host's ID in runner names; by default the first 12 characters of C(/etc/machine-id) (or of the host
+        name, with every character but letters, digits, C(_) and C(.) made C(_), when there is none).
+      - 1 to 64 letters, digits, C(_) or C(.), starting with a letter or digit; no C(-), so that the second part
+        of a runner name is exactly the machine ID and orphan cleanup never takes another host's runners.
     type: str
   work_folder:
     description: The runners' work folder.

@@ -86,6 +86,13 @@ TABLE = [
     ('ecs_task', task(awsvpc=False), ('awsvpc must be a mapping, got bool',)),
     ('ecs_task', task(registry_auth=7), ('registry_auth must be a mapping, got int',)),
     ('ecs_task', task(state='paused'), ('state',)),
+    # ecs_task: patterns end at the very end; bounds as ECS has them
+    ('ecs_task', task(cluster='x\n'), ('cluster', 'not a valid name')),
+    ('ecs_task', task(task_role_arn=ROLE, cred_id='web\n'), ('cred_id',)),
+    ('ecs_task', task(containers=[box(image=IMAGE + '\n')]), ('containers[0].image',)),
+    ('ecs_task', task(containers=[box('c%d' % i) for i in range(300)]), ('containers lists 300', 'at most 10')),
+    ('ecs_task', task(containers=[box(environment={'BIG': 'x' * (10 << 20)})]),
+     ('containers[0].environment', 'at most 65536')),
     # task_netns
     ('task_netns', {'name': 'badnet', 'eni_mac': '02:00:c6:zz:00:10', 'address': '198.18.9.2/24'}, ('eni_mac',)),
     ('task_netns', {'name': 'badnet', 'eni_mac': MAC, 'address': '198.18.9.2'}, ('address', 'prefix length')),
@@ -121,6 +128,11 @@ TABLE = [
     ('gh_runner_slot', pool(warm=-1), ('warm',)),
     ('gh_runner_slot', pool(profile=True), ('profile must be a mapping, got bool',)),
     ('gh_runner_slot', pool(name_prefix='a-b'), ('name_prefix',)),
+    ('gh_runner_slot', pool(repository='octo/..'), ('repository', 'GitHub names')),
+    ('gh_runner_slot', pool(repository=None, organization='octo-'), ('organization',)),
+    ('gh_runner_slot', pool(machine_id='web-2'), ('machine_id',)),
+    ('gh_runner_slot', pool(profile={'name': 'p', 'image': 'drover.local/runner:1', 'slots': 1,
+                                     'environment': {'BIG': 'x' * 70000}}), ('profile.environment', 'at most 65536')),
 ]
 
 

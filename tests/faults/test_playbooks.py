@@ -156,6 +156,19 @@ HOST_CASES = [
     ('host-engine-not-a-bool', {'drover_host_install_engine': 'perhaps'}, ['drover_host_install_engine']),
     ('host-port-a-word', {'drover_host_credentials_port': 'eighty'}, ['drover_host_credentials_port']),
     ('host-engine-wait-a-word', {'drover_host_engine_wait': 'long'}, ['drover_host_engine_wait']),
+    # what goes into the endpoint's unit or names a path: no directive of its own, no argument of its own
+    ('host-region-with-a-directive', {'drover_host_credentials_region': 'us-east-1\nExecStartPre=/bin/true'},
+     ['drover_host_credentials_region', 'region']),
+    ('host-credentials-dir-with-a-directive',
+     {'drover_host_credentials_dir': '/usr/local/lib/drover\nExecStartPre=/bin/true'},
+     ['drover_host_credentials_dir', 'ExecStart=']),
+    ('host-docker-host-with-an-argument', {'drover_docker_host': 'unix:///run/docker.sock --store /tmp/other.db'},
+     ['drover_docker_host', 'no blank']),
+    ('host-store-path-with-a-newline', {'drover_store_path': '/var/lib/drover/store.db\n'}, ['drover_store_path']),
+    ('host-sts-endpoint-with-a-specifier', {'drover_host_credentials_sts_endpoint': 'https://%H.example'},
+     ['drover_host_credentials_sts_endpoint']),
+    ('host-unit-dir-with-a-newline', {'drover_host_credentials_unit_dir': '/etc/systemd/system\n/x'},
+     ['drover_host_credentials_unit_dir', 'control character']),
 ]
 TIMER_CASES = [
     ('timer-bad-state', {'drover_reconcile_timer_state': 'maybe'}, ['drover_reconcile_timer_state', 'maybe']),
@@ -168,6 +181,25 @@ TIMER_CASES = [
     ('timer-accuracy-a-word', {'drover_reconcile_timer_accuracy': 'exact'}, ['drover_reconcile_timer_accuracy']),
     ('timer-environment-a-list', {'drover_reconcile_timer_environment': ['A=1']},
      ['drover_reconcile_timer_environment']),
+    # what goes into a unit or names a path: no directive of its own, no unit written elsewhere
+    ('timer-name-with-a-path', {'drover_reconcile_timer_name': '../escape'}, ['drover_reconcile_timer_name', "'/'"]),
+    ('timer-name-with-a-directive', {'drover_reconcile_timer_name': 'drover\nExecStartPre=/bin/true'},
+     ['drover_reconcile_timer_name']),
+    ('timer-user-with-a-directive', {'drover_reconcile_timer_user': 'root\nExecStartPre=/bin/true'},
+     ['drover_reconcile_timer_user']),
+    ('timer-environment-value-with-a-directive',
+     {'drover_reconcile_timer_environment': {'A': 'x\nExecStartPre=/bin/true'}},
+     ['drover_reconcile_timer_environment', 'control character']),
+    ('timer-environment-name-with-a-blank', {'drover_reconcile_timer_environment': {'A B': 'x'}},
+     ['drover_reconcile_timer_environment', 'name variables']),
+    ('timer-extra-arg-with-a-directive',
+     {'drover_reconcile_timer_extra_args': ['--limit', 'web1\nExecStartPre=/bin/true']},
+     ['drover_reconcile_timer_extra_args']),
+    ('timer-working-directory-with-a-directive',
+     {'drover_reconcile_timer_working_directory': '/srv\nExecStartPre=/bin/true'},
+     ['drover_reconcile_timer_working_directory']),
+    ('timer-inventory-with-a-newline', {'drover_reconcile_timer_inventory': '/etc/ansible/hosts\n'},
+     ['drover_reconcile_timer_inventory']),
 ]
 
 

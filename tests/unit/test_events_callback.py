@@ -521,6 +521,40 @@ def test_unwritable_log_warns_once_and_never_fails(make_plugin, tmp_path):
     assert 'BANNER DROVER FLEET RECAP' in display.lines
 
 
+def test_a_link_at_the_log_or_the_fleet_state_is_refused(make_plugin, tmp_path):
+    """The event log, the fleet hold file and its lock are never opened through a symbolic link: a file of
+    another's keeps its mode and text."""
+    victim = tmp_path / 'theirs'
+    victim.write_text('not yours\n')
+    os.chmod(str(victim), 0o644)
+    logs = tmp_path / 'logs'
+    logs.mkdir(mode=0o700)
+    os.symlink(str(victim), str(logs / 'events.jsonl'))
+    os.symlink(str(victim), str(logs / 'fleet-holds.json.lock'))
+    plugin, display = make_plugin(log_path=str(logs / 'events.jsonl'), fleet_state_path=str(logs / 'fleet-holds.json'),
+                                  fleet_hold_threshold=2)
+    plugin.clock = lambda: NOW
+    plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running')]}))
+    held_on(plugin, 'web1', '2030-03-17T17:48:00Z')
+    held_on(plugin, 'web2', '2030-03-17T17:49:00Z')
+    plugin.v2_playbook_on_stats(None)
+    assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == 'not yours\n'
+    assert any('cannot write the event log' in w and 'symbolic link' in w for w in display.warnings), display.warnings
+    assert any('fleet-holds.json.lock is a symbolic link' in w for w in display.warnings), display.warnings
+    assert not (logs / 'fleet-holds.json').exists()
+
+
+def test_a_log_directory_others_can_write_is_refused(make_plugin, tmp_path):
+    logs = tmp_path / 'logs'
+    logs.mkdir()
+    os.chmod(str(logs), 0o777)
+    plugin, display = make_plugin(log_path=str(logs / 'events.jsonl'))
+    plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running')]}))
+    plugin.v2_playbook_on_stats(None)
+    assert len(display.warnings) == 1 and 'writable by another user' in display.warnings[0], display.warnings
+    assert os.listdir(str(logs)) == []
+
+
 def test_options_come_from_the_environment(make_plugin, monkeypatch, tmp_path):
     monkeypatch.setenv('DROVER_EVENTS_LOG_PATH', str(tmp_path / 'env.jsonl'))
     monkeypatch.setenv('DROVER_EVENTS_FLEET_HOLD_THRESHOLD', '5')

@@ -3,6 +3,9 @@
 
 from __future__ import absolute_import, division, print_function
 
+import os
+import stat
+
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as p
@@ -203,3 +206,172 @@ def test_bad_declarations(call, words):
     with pytest.raises(SpecError) as err:
         declarations(call)
     assert all(w in str(err.value) for w in words), str(err.value)
+
+
+# --- GitHub names, machine IDs and this host's runners -------------------------------------------------------
+
+@pytest.mark.parametrize('kw,words', [
+    ({'repository': 'octo/..'}, ('repository', 'GitHub names', "'octo/..'")),
+    ({'repository': 'octo/.'}, ('repository',)),
+    ({'repository': '../r'}, ('repository',)),
+    ({'repository': 'octo/app\n'}, ('repository',)),
+    ({'repository': 'octo\n/app'}, ('repository',)),
+    ({'repository': '-octo/app'}, ('repository',)),
+    ({'repository': 'octo-/app'}, ('repository',)),
+    ({'repository': 'oc--to/app'}, ('repository',)),
+    ({'repository': '%s/app' % ('o' * 40)}, ('repository',)),
+    ({'repository': 'octo/%s' % ('r' * 101)}, ('repository',)),
+    ({'repository': 'octo/a b'}, ('repository',)),
+    ({'repository': None, 'organization': 'octo\n'}, ('organization',)),
+    ({'repository': None, 'organization': 'oc--to'}, ('organization',)),
+    ({'repository': None, 'organization': 'octo-'}, ('organization',)),
+    ({'repository': None, 'organization': 'o' * 40}, ('organization',)),
+    ({'name_prefix': 'drover\n'}, ('name_prefix',)),
+    ({'profile': {'name': 'small\n', 'image': 'drover.local/runner:1', 'slots': 1}}, ('profile.name',)),
+    ({'profile': {'name': 'small', 'image': 'drover.local/runner:1\n', 'slots': 1}}, ('profile.image',)),
+    ({'pool': 'ci\n'}, ('pool',)),
+    ({'api_url': 'http://127.0.0.1:9\nX: y'}, ('api_url',)),
+    ({'profile': {'name': 'small', 'image': 'drover.local/runner:1', 'slots': 1,
+                  'environment': {'BIG': 'x' * 70000}}}, ('profile.environment', 'at most 65536')),
+])
+def test_bad_names_and_bounds(kw, words):
+    from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+    with pytest.raises(SpecError) as err:
+        spec(**kw)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+@pytest.mark.parametrize('repository', ['octo/app', 'o/r', 'octo-org/my.app_2-x', 'a1-b2-c3/.github',
+                                        '%s/%s' % ('o' * 39, 'r' * 100)])
+def test_good_repository_names(repository):
+    assert spec(repository=repository).repository == repository
+
+
+@pytest.mark.parametrize('mid', ['web-2', '-web', 'web\n', '', 'a/b', 'w' * 65])
+def test_bad_machine_id_refused(mid):
+    from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+    params = {'pool': 'ci', 'repository': 'o/r', 'labels': ['self-hosted'], 'token': 't',
+              'profile': {'name': 'small', 'image': 'drover.local/runner:1', 'slots': 1}}
+    with pytest.raises(SpecError) as err:
+        pool_spec(params, mid)
+    assert 'machine_id' in str(err.value), str(err.value)
+
+
+def test_default_machine_id_from_a_host_name_has_no_dash(tmp_path, monkeypatch):
+    from ansible_collections.drover.fleet.plugins.module_utils import _apply_pool as ap
+    (tmp_path / 'machine-id').write_text('0123456789abcdef0123456789abcdef\n')
+    assert ap.machine_id(str(tmp_path / 'machine-id')) == '0123456789ab'
+    monkeypatch.setattr(ap.os, 'uname', lambda: ('Linux', 'web-2.example', '', '', ''))
+    assert ap.machine_id(str(tmp_path / 'none')) == 'web_2.exampl'
+
+
+class _Store:
+    def pool(self, name):
+        return None
+
+    def slots(self, name):
+        return {}
+
+    def all_slots(self):
+        return []
+
+
+class _GitHub:
+    def __init__(self, runners):
+        self.listed = runners
+        self.deleted = []
+
+    def runners(self):
+        return self.listed
+
+    def delete_runner(self, runner_id):
+        self.deleted.append(runner_id)
+        return True
+
+
+def _pass(machine, runners, jit_dir='/nonexistent', profile='small'):
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    params = {'pool': 'ci', 'repository': 'o/r', 'labels': ['self-hosted'], 'token': 't',
+              'profile': {'name': profile, 'image': 'drover.local/runner:1', 'slots': 2}}
+    gh = _GitHub(runners)
+    work = PoolPass(pool_spec(params, machine), None, _Store(), gh, False, T0, jit_dir, [])
+    work.occupants()
+    return work, gh
+
+
+def test_host_web_does_not_delete_the_runners_of_host_web_2(tmp_path, monkeypatch):
+    """Two hosts without /etc/machine-id, named web and web-2, serve one repository: each one's orphan cleanup
+    deletes its own orphans only."""
+    from ansible_collections.drover.fleet.plugins.module_utils import _apply_pool as ap
+    ids = {}
+    for host in ('web', 'web-2', 'web2'):
+        monkeypatch.setattr(ap.os, 'uname', lambda host=host: ('Linux', host, '', '', ''))
+        ids[host] = ap.machine_id(str(tmp_path / 'none'))
+    params = {'pool': 'ci', 'repository': 'o/r', 'labels': ['self-hosted'], 'token': 't',
+              'profile': {'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2}}
+    names = [runner_name(pool_spec(params, ids[host]), 0, T0) for host in ('web', 'web-2', 'web2')]
+    names += ['%s-%s-small-1' % ('drover', ids['web']),          # not a name drover makes
+              'other-%s-small-1-1800000000' % ids['web']]        # another prefix
+    runners = [{'id': i, 'name': name, 'busy': False, 'status': 'online'} for i, name in enumerate(names, start=1)]
+    work, gh = _pass(ids['web'], runners)
+    work.list_runners({})
+    assert gh.deleted == [1] and work.orphans_deleted == [names[0]]
+    work, gh = _pass(ids['web-2'], runners)
+    work.list_runners({})
+    assert gh.deleted == [2] and work.orphans_deleted == [names[1]]
+
+
+def test_a_profile_sweeps_only_its_own_jit_files(tmp_path):
+    names = ['drover-web-small-1-1800000000', 'drover-web-small-2-1800000000', 'drover-web-small-x-1-1800000000',
+             'drover-web-2-small-1-1800000000', 'drover-webx-small-1-1800000000']
+    for name in names:
+        (tmp_path / name).write_text('jit')
+    work, dummy = _pass('web', [], jit_dir=str(tmp_path))
+    work.sweep_jit_files({0: {'runner_name': 'drover-web-small-1-1800000000'}})
+    # only the second file: the first is held, the others are profile small-x's and other hosts'
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(n for n in names if n != names[1])
+
+
+class _Engine:
+    def __init__(self):
+        self.made = []
+
+    def create(self, name, image, labels, **kw):
+        self.made.append((name, kw['binds']))
+        return 'cid-%s' % name
+
+    def start(self, cid):
+        pass
+
+
+def test_a_link_at_a_jit_config_path_is_not_followed(tmp_path):
+    """The JIT config is written anew, never through a link left in its place: a file of another's keeps its
+    mode and text; the config is a regular file of mode 0400."""
+    victim = tmp_path / 'theirs'
+    victim.write_text('not yours\n')
+    os.chmod(str(victim), 0o644)
+    jit = tmp_path / 'jit'
+    jit.mkdir(mode=0o700)
+    work, gh = _pass('web', [], jit_dir=str(jit))
+    gh.register = lambda name, group, labels, folder: (7, 'JITCONFIG')
+    work.engine = _Engine()
+    name = runner_name(work.spec, 0, T0)
+    os.symlink(str(victim), str(jit / name))
+    occupants = {}
+    assert work.start(occupants, 0) and occupants[0]['runner_name'] == name
+    assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == 'not yours\n'
+    made = os.lstat(str(jit / name))
+    assert stat.S_ISREG(made.st_mode) and stat.S_IMODE(made.st_mode) == 0o400
+    assert (jit / name).read_text() == 'JITCONFIG'
+
+
+def test_a_jit_directory_others_can_write_starts_no_runner(tmp_path):
+    jit = tmp_path / 'jit'
+    jit.mkdir()
+    os.chmod(str(jit), 0o777)
+    work, gh = _pass('web', [], jit_dir=str(jit))
+    gh.register = lambda name, group, labels, folder: (7, 'JITCONFIG')
+    work.engine = _Engine()
+    assert not work.start({}, 0)
+    assert work.engine.made == [] and os.listdir(str(jit)) == [] and gh.deleted == [7]
+    assert any('writable by another user' in w for w in work.warnings), work.warnings

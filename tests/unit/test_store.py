@@ -116,3 +116,97 @@ def test_two_first_runs_make_the_store_directory_at_once(tmp_path, monkeypatch):
     lock = HostLock(str(state / 'store.db.lock'), timeout=1).acquire()
     lock.release()
     assert looked and stat.S_IMODE(os.stat(str(state)).st_mode) == 0o700
+
+
+# --- never through a symbolic link, never in a directory another user can write ----------------------------
+
+def _victim(tmp_path):
+    """A file of another's, elsewhere: its mode and text must stay as they are."""
+    other = tmp_path / 'elsewhere'
+    other.mkdir()
+    victim = other / 'theirs'
+    victim.write_text('not yours\n')
+    os.chmod(str(victim), 0o644)
+    return victim
+
+
+def _untouched(victim):
+    return stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == 'not yours\n'
+
+
+@pytest.mark.parametrize('link', ['store.db', 'store.db-wal', 'store.db-shm', 'store.db-journal'])
+@pytest.mark.parametrize('read_only', [False, True])
+def test_a_link_at_the_store_is_refused(tmp_path, link, read_only):
+    state = tmp_path / 'state'
+    state.mkdir(mode=0o700)
+    victim = _victim(tmp_path)
+    if link != 'store.db':
+        Store(str(state / 'store.db')).close()
+    os.symlink(str(victim), str(state / link))
+    with pytest.raises(StoreError) as err:
+        Store(str(state / 'store.db'), read_only=read_only)
+    assert str(state / link) in str(err.value) and 'symbolic link' in str(err.value), str(err.value)
+    assert _untouched(victim)
+
+
+def test_a_dangling_link_at_the_store_creates_nothing(tmp_path):
+    state = tmp_path / 'state'
+    state.mkdir(mode=0o700)
+    target = tmp_path / 'elsewhere' / 'made.db'
+    target.parent.mkdir()
+    os.symlink(str(target), str(state / 'store.db'))
+    for read_only in (True, False):
+        with pytest.raises(StoreError, match='symbolic link'):
+            Store(str(state / 'store.db'), read_only=read_only)
+    assert not target.exists()
+
+
+def test_a_link_at_the_lock_is_refused(tmp_path):
+    state = tmp_path / 'state'
+    state.mkdir(mode=0o700)
+    victim = _victim(tmp_path)
+    os.symlink(str(victim), str(state / 'store.db.lock'))
+    with pytest.raises(StoreError) as err:
+        HostLock(str(state / 'store.db.lock'), timeout=1).acquire()
+    assert 'host lock %s' % (state / 'store.db.lock') in str(err.value) and 'symbolic link' in str(err.value)
+    assert _untouched(victim)
+
+
+@pytest.mark.parametrize('mode', [0o777, 0o775, 0o1777, 0o757])
+def test_a_store_directory_others_can_write_is_refused(tmp_path, mode):
+    state = tmp_path / 'state'
+    state.mkdir()
+    os.chmod(str(state), mode)
+    with pytest.raises(StoreError) as err:
+        Store(str(state / 'store.db'))
+    assert str(state) in str(err.value) and 'writable by another user' in str(err.value), str(err.value)
+    with pytest.raises(StoreError, match='writable by another user'):
+        HostLock(str(state / 'store.db.lock'), timeout=1).acquire()
+    Store(str(state / 'store.db'), read_only=True).close()          # nothing stored: nothing opened there
+    assert os.listdir(str(state)) == []
+    assert stat.S_IMODE(os.stat(str(state)).st_mode) == mode        # left as it is
+    # a store made in a directory that others were given write access to later
+    os.chmod(str(state), 0o700)
+    Store(str(state / 'store.db')).close()
+    os.chmod(str(state), mode)
+    for read_only in (True, False):
+        with pytest.raises(StoreError, match='writable by another user'):
+            Store(str(state / 'store.db'), read_only=read_only)
+
+
+def test_a_directory_above_others_can_write_is_refused_unless_sticky(tmp_path):
+    shared = tmp_path / 'shared'
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    with pytest.raises(StoreError) as err:
+        Store(str(shared / 'state' / 'store.db'))
+    assert '%s is writable by other users' % shared in str(err.value), str(err.value)
+    assert not (shared / 'state').exists()
+    os.chmod(str(shared), 0o1777)                                    # sticky, as /tmp
+    Store(str(shared / 'state' / 'store.db')).close()
+    assert stat.S_IMODE(os.stat(str(shared / 'state')).st_mode) == 0o700
+    # a link to a directory is followed, and where it leads is checked too
+    os.chmod(str(shared / 'state'), 0o777)
+    os.symlink(str(shared / 'state'), str(tmp_path / 'via'))
+    with pytest.raises(StoreError, match='writable by another user'):
+        Store(str(tmp_path / 'via' / 'store.db'))

@@ -156,3 +156,63 @@ def test_ecr_registry_auth_and_host_names():
     assert aws.ecr_registry('123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn') == ('123456789012', 'cn-north-1')
     for other in ('registry.example.com', '12345.dkr.ecr.eu-west-1.amazonaws.com', 'dkr.ecr.amazonaws.com', ''):
         assert aws.ecr_registry(other) is None
+
+
+# --- patterns end at the very end of the value; bounds as ECS has them ---------------------------------------
+
+ROLE = 'arn:aws:iam::123456789012:role/web'
+
+
+@pytest.mark.parametrize('params,words', [
+    ({'name': 'web\n', 'containers': [{'name': 'a', 'image': IMG}]}, ('name', 'not a valid name')),
+    ({'name': 'web', 'cluster': 'x\n', 'containers': [{'name': 'a', 'image': IMG}]}, ('cluster', 'not a valid name')),
+    ({'tasks': [{'name': 'web', 'containers': [{'name': 'a', 'image': IMG}]}], 'cluster': 'x\n', 'purge': True},
+     ('cluster', 'not a valid name')),
+    ({'name': 'web', 'containers': [{'name': 'a\n', 'image': IMG}]}, ('containers[0].name', 'not a valid name')),
+    ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG + '\n'}]}, ('containers[0].image', 'not a valid image')),
+    ({'name': 'web', 'task_role_arn': ROLE, 'cred_id': 'web-creds\n', 'containers': [{'name': 'a', 'image': IMG}]},
+     ('cred_id',)),
+])
+def test_a_trailing_newline_is_refused(params, words):
+    refused(params, *words)
+
+
+def test_an_image_tag_is_ascii():
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': 'drover.local/busybox:\u00e9t\u00e9'}]},
+            'containers[0].image', 'not a valid image')
+
+
+def boxes(n):
+    return [{'name': 'c%d' % i, 'image': IMG} for i in range(n)]
+
+
+def test_at_most_ten_containers_per_task():
+    assert len(one(containers=boxes(10)).containers) == 10
+    msg = refused({'name': 'web', 'containers': boxes(11)}, 'containers lists 11 containers', 'at most 10')
+    assert msg.startswith('containers ')
+    refused({'tasks': [{'name': 'a', 'containers': boxes(300)}]}, 'tasks[0].containers', 'at most 10')
+    refused({'task_definition': dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], name='c%d' % i)
+                                                               for i in range(11)])},
+            'task_definition.containerDefinitions', 'at most 10')
+
+
+def test_environment_command_and_stop_reason_are_bounded():
+    # 64 KiB of NAME=value strings (each counted with its terminating NUL) pass; a byte more does not
+    fits = {'A': 'x' * (spec.MAX_ENVIRONMENT_BYTES - len('A=') - 1)}
+    assert one(containers=[{'name': 'a', 'image': IMG, 'environment': fits}]).containers[0].environment
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'environment': dict(fits, B='')}]},
+            'containers[0].environment', 'at most 65536')
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'environment': {'BIG': 'x' * 10 ** 7}}]},
+            'containers[0].environment', 'at most 65536')
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG,
+                                            'environment': dict(('V%d' % i, 'x' * 100) for i in range(1000))}]},
+            'containers[0].environment', 'at most 65536')
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'command': ['x' * 70000]}]},
+            'containers[0].command', 'at most 65536')
+    refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'entrypoint': ['sh'] * 40000}]},
+            'containers[0].entrypoint', 'at most 65536')
+    td = dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0],
+                                             environment=[{'name': 'BIG', 'value': 'x' * 70000}])])
+    refused({'task_definition': td}, 'task_definition.containerDefinitions[0].environment', 'at most 65536')
+    assert one(state='stopped', stop_reason='r' * 255).stop_reason == 'r' * 255
+    refused({'name': 'web', 'state': 'stopped', 'stop_reason': 'r' * 256}, 'stop_reason', 'at most 255')

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection's own files on a host or controller: the store, its lock, JIT configs, the event log.
+
+Owns: the rule for the directories these files live in, and opening them without following a symbolic
+link. The rule: the directory that holds such a file belongs to this user or to root and only its owner
+may write it; every directory above it (as written and as resolved) belongs to this user or to root and
+only its owner may write it, unless it is sticky (as /tmp is, where no one can rename or remove what
+another made). Then no other user can put a link or a file of theirs where one of ours goes.
+Must not: decide anything else. Raises UnsafePath (an OSError) with the path named.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import stat
+
+
+class UnsafePath(OSError):
+    """A file or directory the collection would use is one another user could change; the message says which."""
+
+
+def _trusted(st):
+    return st.st_uid in (0, os.geteuid())
+
+
+def _above(path):
+    out = []
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        out.append(parent)
+        path = parent
+
+
+def _check_above(path):
+    """Every directory above `path` and `path` itself (as written and as resolved) may be sticky, as /tmp."""
+    path = os.path.abspath(path)
+    for above in [path] + _above(path) + [os.path.realpath(path)] + _above(os.path.realpath(path)):
+        st = os.stat(above)
+        if not _trusted(st):
+            raise UnsafePath('%s belongs to uid %d, neither root nor this user (uid %d): that user could replace '
+                             'what lies below it' % (above, st.st_uid, os.geteuid()))
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise UnsafePath('%s is writable by other users (mode %04o, not sticky): they could replace what lies '
+                             'below it; remove their write access (chmod go-w %s)'
+                             % (above, stat.S_IMODE(st.st_mode), above))
+
+
+def check_dir(path):
+    """Refuse the directory `path` for our files unless no other user can write it or a directory above it."""
+    path = os.path.abspath(path)
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath('%s is not a directory' % path)
+    if st.st_mode & 0o022 or not _trusted(st):
+        raise UnsafePath('%s is writable by another user (mode %04o, uid %d): another user could put a link '
+                         'there in place of a file of ours; make it writable by its owner only (chmod go-w %s), '
+                         'or choose another directory' % (path, stat.S_IMODE(st.st_mode), st.st_uid, path))
+    _check_above(os.path.dirname(path))
+    _check_above(os.path.dirname(os.path.realpath(path)))
+    return path
+
+
+def ensure_dir(path, mode=0o700):
+    """Make the directory `path` (with `mode`) when it is missing, then check it as check_dir does."""
+    path = os.path.abspath(path)
+    if not os.path.isdir(path):
+        existing = os.path.dirname(path)
+        while not os.path.isdir(existing):
+            existing = os.path.dirname(existing)
+        _check_above(existing)
+        # exist_ok: two first runs on a host make it at once.
+        os.makedirs(path, mode, exist_ok=True)
+        os.chmod(path, mode)
+    return check_dir(path)
+
+
+def refuse_link(path):
+    """Refuse `path` when it is there and is not a regular file (a symbolic link above all)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return
+        raise
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath('%s is a symbolic link: refusing to follow it (remove it; the file is made anew)' % path)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath('%s is not a regular file' % path)
+
+
+def open_file(path, flags, mode=0o600):
+    """os.open without following a symbolic link at `path`, and only onto a regular file: a descriptor."""
+    refuse_link(path)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath('%s is a symbolic link: refusing to follow it (remove it; the file is made anew)'
+                             % path)
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath('%s is not a regular file' % path)
+    return fd
