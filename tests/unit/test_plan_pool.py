@@ -343,6 +343,9 @@ class _Engine:
     def start(self, cid):
         pass
 
+    def image_present(self, ref):
+        return True
+
 
 def test_a_link_at_a_jit_config_path_is_not_followed(tmp_path):
     """The JIT config is written anew, never through a link left in its place: a file of another's keeps its
