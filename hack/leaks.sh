@@ -2,7 +2,8 @@
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
 # or container of a test cluster (t + 10 hex digits, and the molecule clusters), runner container of a
-# test pool, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in the host's default store.
+# test pool, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
+# the host's default store.
 set -uo pipefail
 left=()
 while read -r ns _; do
