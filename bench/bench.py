@@ -118,7 +118,9 @@ SDK_PREFIX = 'bench-sdk-'
 # the host end carries the ENI's MAC, the peer is the VPC's gateway in a namespace of its own).
 VPC_CLUSTER = 'benchnet'
 VPC_TASK = 'drvbench-vpc'
-VPC_NETNS = 'drover-' + VPC_TASK                     # what ecs_task names the task's netns
+# What ecs_task names the task's netns (module_utils/_netns_spec.netns_name: the start of the task's name and a
+# digest of cluster and task).
+VPC_NETNS = 'drover-%s-%s' % (VPC_TASK[:24], hashlib.sha1(('%s/%s' % (VPC_CLUSTER, VPC_TASK)).encode()).hexdigest()[:10])
 VPC_CRED_IF = 'dv' + hashlib.sha1(VPC_NETNS.encode()).hexdigest()[:10]   # ecs_task's host side of the link
 VPC_STORE = os.path.join(WORK, 'awsvpc', 'store.db')
 ENI_IF = 'drvbench-eni'
@@ -370,6 +372,18 @@ def link_exists(name, netns=None):
     return ip(*((['-n', netns] if netns else []) + ['link', 'show', 'dev', name]), check=False).returncode == 0
 
 
+def link_rules(name):
+    """(chain, rule args) of every filter rule naming link `name` (a credential link's filter)."""
+    out = subprocess.run(['iptables', '-w', '10', '-S'], capture_output=True, text=True, check=False).stdout
+    rules = []
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) > 2 and words[0] == '-A' and any(words[i + 1] == name for i, w in enumerate(words[:-1])
+                                                      if w in ('-i', '-o')):
+            rules.append((words[1], words[2:]))
+    return rules
+
+
 def links_with_mac(mac):
     """Names of the host's links with this MAC."""
     rows = json.loads(ip('-j', 'link', 'show').stdout or '[]')
@@ -613,6 +627,8 @@ class Runner:
             left.append('/etc/netns/%s' % netns)
         if link_exists(cred_if):
             left.append('link %s' % cred_if)
+        if link_rules(cred_if):
+            left.append('%d filter rules of link %s' % (len(link_rules(cred_if)), cred_if))
         boxes = self.every(label)
         if boxes:
             left.append('%d containers' % len(boxes))
@@ -650,6 +666,8 @@ class Runner:
         for link in (VPC_CRED_IF, HAND_CRED_IF):
             if link_exists(link):
                 ip('link', 'del', link)
+            for chain, rule in link_rules(link):
+                subprocess.run(['iptables', '-w', '10', '-D', chain] + rule, capture_output=True, check=False)
         shutil.rmtree(os.path.dirname(VPC_STORE), ignore_errors=True)
 
     # --- the pools group ---

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
-# peer netns, credential-link or stand-in ENI link, netns holder container, or container of a test
-# cluster (t + 10 hex digits, and the molecule clusters), runner container of a test pool, running GitHub
-# stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in the host's default store.
+# peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
+# or container of a test cluster (t + 10 hex digits, and the molecule clusters), runner container of a
+# test pool, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
+# the host's default store.
 set -uo pipefail
 left=()
 while read -r ns _; do
@@ -26,6 +27,10 @@ while read -r name pool; do
   [ -n "$name" ] || continue
   [[ $pool =~ ^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|molrun|molrec)$ ]] && left+=("runner container $name (pool $pool)")
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
+# The credential links' filter rules (filter table, keyed to a link's host side dv<10 hex>).
+while read -r rule; do
+  left+=("filter rule: $rule")
+done < <(iptables -S 2>/dev/null | grep -E -- '-[io] dv[0-9a-f]{10}( |$)' || true)
 # The credentials endpoint's address (dummy interface or lo) and its DNAT rules.
 if ip -o -4 addr show | grep -q '169.254.170.2/32'; then left+=("address 169.254.170.2 (credentials endpoint)"); fi
 while read -r rule; do

@@ -18,27 +18,40 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import NETNS_KEYS, holder_name, net_spec, netns_name
-from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import (
+    NETNS_KEYS, holder_name, legacy_netns_name, net_spec, netns_name)
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE, SpecError, check_name
 
 HOLDER_ROLE = 'netns-holder'
 HOLDER_COMMAND = ('sleep', '2147483647')
 
 
-def holder_labels(spec):
+# drover.owner on a holder: the module whose network it is (ecs_task's go only with their task).
+OWNER_LABEL = 'drover.owner'
+
+
+def holder_labels(spec, owner):
     return {'drover.role': HOLDER_ROLE, 'drover.task': spec.task, 'drover.cluster': spec.cluster,
-            'drover.eni-mac': spec.eni_mac, 'drover.netns': spec.netns}
+            'drover.eni-mac': spec.eni_mac, 'drover.netns': spec.netns, OWNER_LABEL: owner}
+
+
+def holder_key(holder):
+    """The task a holder belongs to: (cluster, task), from its labels."""
+    labels = holder['labels']
+    return (labels.get('drover.cluster') or 'default', labels.get('drover.task') or '')
 
 
 class TaskNetwork:
-    """Builds and tears down task netns on one host; `holders` is the pass's one listing of holders."""
+    """Builds and tears down task netns on one host; `holders` is the pass's one listing of holders. A task
+    is its cluster and its name: each (cluster, task) has a namespace, holder, link and /30 of its own."""
 
-    def __init__(self, engine, store, check_mode, holders, clock=time.time):
+    def __init__(self, engine, store, check_mode, holders, clock=time.time, owner='task_netns'):
         self.engine = engine
+        self.owner = owner
         self.store = store
         self.check_mode = check_mode
         self.clock = clock
-        self.holders = dict((h['labels'].get('drover.task'), h) for h in holders)
+        self.holders = dict((holder_key(h), h) for h in holders)
         self._allocations = None
 
     def allocations(self):
@@ -46,12 +59,33 @@ class TaskNetwork:
             self._allocations = self.store.link_allocations()
         return self._allocations
 
-    def observe(self, task, mac):
-        name = netns_name(task)
-        holder = self.holders.get(task)
+    def holder(self, cluster, task):
+        return self.holders.get((cluster, task))
+
+    def netns_of(self, cluster, task):
+        """The namespace of a task: the one its holder names (a holder of an earlier release names one
+        without the cluster), else the one derived from cluster and task."""
+        holder = self.holder(cluster, task)
+        named = holder['labels'].get('drover.netns') if holder is not None else None
+        if named and named.startswith('drover-') and NAME_RE.match(named):
+            return named
+        return netns_name(cluster, task)
+
+    def _claimed(self, name):
+        return any(h['labels'].get('drover.netns') == name for h in self.holders.values())
+
+    def has_network(self, cluster, task):
+        return self.holder(cluster, task) is not None or net.netns_exists(self.netns_of(cluster, task))
+
+    def observe(self, name, holder, mac):
+        """What the host shows of netns `name` (held by `holder`, a listing entry or None)."""
+        ifname = plan.host_ifname(name)
+        listing = net.filter_rules()
         seen = {'holder': holder, 'netns_exists': net.netns_exists(name), 'attached': False, 'eni': None,
-                'interfaces': [], 'routes': [], 'host_link': net.host_link_exists(plan.host_ifname(name)),
-                'resolv': net.read_resolv(name), 'link_subnet': None}
+                'interfaces': [], 'routes': [], 'host_link': net.host_link_exists(ifname),
+                'resolv': net.read_resolv(name), 'link_subnet': None,
+                'guard_rules': net.link_guard_present(ifname, listing),
+                'guarded': net.link_guarded(ifname, listing, plan.ENDPOINT)}
         if holder is not None and holder.get('state') == 'running':
             state = self.engine.inspect(holder['id']) or {}
             holder['pid'] = state.get('pid')
@@ -70,8 +104,10 @@ class TaskNetwork:
                         seen['link_subnet'] = plan.subnet_of(cidr.split('/')[0])
         return seen
 
-    def view(self, spec_or_task, seen):
-        name = netns_name(spec_or_task) if isinstance(spec_or_task, str) else spec_or_task.netns
+    def observe_task(self, cluster, task, mac):
+        return self.observe(self.netns_of(cluster, task), self.holder(cluster, task), mac)
+
+    def view(self, name, seen):
         subnet = self.allocations().get(name) or seen.get('link_subnet')
         host_ip, task_ip = plan.link_ips(subnet) if subnet and seen.get('host_link') else (None, None)
         holder = seen.get('holder')
@@ -84,27 +120,39 @@ class TaskNetwork:
             'dns_servers': list(seen.get('resolv') or []),
         }
 
+    def _sweep_guards(self):
+        """Filter rules of credential links no longer on the host go (a namespace deleted by hand takes its
+        link with it, never the rules)."""
+        if self.check_mode:
+            return
+        listing = net.filter_rules()
+        for ifname in net.orphan_guards(listing):
+            net.remove_link_guard(ifname, listing)
+
     # --- present ---------------------------------------------------------------------------------
 
     def present(self, spec, seen=None):
         """Build or repair the netns; returns (steps done or planned, view). Raises NetError/EngineError;
         a failed fresh build leaves nothing behind."""
-        seen = seen or self.observe(spec.task, spec.eni_mac)
+        spec = spec._replace(netns=self.netns_of(spec.cluster, spec.task))
+        seen = seen or self.observe(spec.netns, self.holder(spec.cluster, spec.task), spec.eni_mac)
         steps = plan.plan_present(spec, seen, self.allocations())
         if self.check_mode or not steps:
-            return steps, self.view(spec, seen)
+            return steps, self.view(spec.netns, seen)
         fresh = not seen['netns_exists'] and seen['holder'] is None
         try:
             self._build(spec, seen, steps)
         except (net.NetError, EngineError, plan.PoolExhausted):
             if fresh:
-                self.absent(spec.task, spec.eni_mac, spec.cluster)
+                self.absent(spec.cluster, spec.task, spec.eni_mac)
             raise
-        return steps, self.view(spec, self.observe(spec.task, spec.eni_mac))
+        return steps, self.view(spec.netns, self.observe(spec.netns, self.holder(spec.cluster, spec.task),
+                                                         spec.eni_mac))
 
     def _build(self, spec, seen, steps):
         now = self.clock()
         holder = seen['holder']
+        key = (spec.cluster, spec.task)
         if 'holder' in steps:
             if seen['eni'] == 'ns':
                 net.return_to_host(spec.eni_mac, spec.netns)     # never let the ENI die with an old netns
@@ -112,12 +160,13 @@ class TaskNetwork:
                 self.engine.remove(holder['id'])
             if not self.engine.image_present(spec.holder_image):
                 self.engine.pull(spec.holder_image)
-            cid = self.engine.create(holder_name(spec.task), spec.holder_image, holder_labels(spec),
+            labels = holder_labels(spec, self.owner)
+            cid = self.engine.create(holder_name(spec.cluster, spec.task), spec.holder_image, labels,
                                      command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers)
             self.engine.start(cid)
-            holder = {'id': cid, 'state': 'running', 'labels': holder_labels(spec),
+            holder = {'id': cid, 'state': 'running', 'labels': labels,
                       'pid': (self.engine.inspect(cid) or {}).get('pid')}
-            self.holders[spec.task] = holder
+            self.holders[key] = holder
         if 'attach' in steps:
             if not holder.get('pid'):
                 raise net.NetError('holder container %s has no process' % holder['id'][:12])
@@ -142,14 +191,20 @@ class TaskNetwork:
             allocations = self.allocations()
             subnet = seen.get('link_subnet') if seen.get('link_subnet') not in \
                 [v for k, v in allocations.items() if k != spec.netns] else None
-            subnet = subnet or plan.allocate(allocations, spec.netns, net.host_link_subnets())
-            self.store.put_link_allocation(spec.netns, subnet, now)
+            in_use = net.host_link_subnets() | plan.registered_subnets(
+                [c for c in self.store.credentials() if (c['cluster'], c['task']) != key])
+            subnet = subnet or plan.allocate(allocations, spec.netns, in_use)
+            self.store.put_link_allocation(spec.netns, subnet, now, spec.cluster, spec.task)
             allocations[spec.netns] = subnet
         if 'link' in steps:
             host_ip, task_ip = plan.link_ips(self.allocations()[spec.netns])
             net.add_credential_link(spec.netns, plan.host_ifname(spec.netns), host_ip, task_ip, plan.ENDPOINT)
+        if 'guard' in steps:
+            net.add_link_guard(plan.host_ifname(spec.netns), plan.ENDPOINT)
         if 'unlink' in steps:
             net.delete_link(plan.host_ifname(spec.netns))
+        if 'unguard' in steps:
+            net.remove_link_guard(plan.host_ifname(spec.netns))
         if 'free' in steps:
             self.store.delete_link_allocation(spec.netns)
             self.allocations().pop(spec.netns, None)
@@ -158,17 +213,31 @@ class TaskNetwork:
                 net.write_resolv(spec.netns, spec.dns_servers)
             else:
                 net.remove_resolv(spec.netns)
+        self._sweep_guards()
 
     # --- absent ----------------------------------------------------------------------------------
 
-    def absent(self, task, mac=None, cluster=None):
-        """Tear down the netns of `task`: the ENI back to the host, the link, the holder, the netns, the
-        /30. `mac` defaults to the holder's drover.eni-mac label. Returns the steps done or planned."""
-        holder = self.holders.get(task)
+    def _teardown_name(self, cluster, task, mac):
+        """The namespace to tear down for a task: its holder's, else the one derived from cluster and task;
+        else a namespace an earlier release named after the task alone, when no holder claims it and it holds
+        the task's ENI (or the ENI is not known): never another task's."""
+        name = self.netns_of(cluster, task)
+        if self.holder(cluster, task) is not None or net.netns_exists(name):
+            return name
+        legacy = legacy_netns_name(task)
+        if net.netns_exists(legacy) and not self._claimed(legacy) and (mac is None or net.find_mac(mac, legacy)):
+            return legacy
+        return name
+
+    def absent(self, cluster, task, mac=None):
+        """Tear down the netns of task `cluster`/`task`: the ENI back to the host, the link and its filter,
+        the holder, the netns, the /30. `mac` defaults to the holder's drover.eni-mac label. Returns the steps
+        done or planned."""
+        holder = self.holder(cluster, task)
         if mac is None and holder is not None:
             mac = holder['labels'].get('drover.eni-mac')
-        name = netns_name(task)
-        seen = self.observe(task, mac)
+        name = self._teardown_name(cluster, task, mac)
+        seen = self.observe(name, holder, mac)
         steps = plan.plan_absent(seen, name in self.allocations())
         if self.check_mode:
             return steps
@@ -176,9 +245,11 @@ class TaskNetwork:
             net.return_to_host(mac, name)
         if 'unlink' in steps:
             net.delete_link(plan.host_ifname(name))
+        if 'unguard' in steps:
+            net.remove_link_guard(plan.host_ifname(name))
         if 'holder_remove' in steps:
             self.engine.remove(seen['holder']['id'])
-            self.holders.pop(task, None)
+            self.holders.pop((cluster, task), None)
         if 'netns_remove' in steps:
             net.remove_netns(name)
         if 'free' in steps:
@@ -186,7 +257,29 @@ class TaskNetwork:
             self.allocations().pop(name, None)
         if 'resolv_remove' in steps:
             net.remove_resolv(name)
+        self._sweep_guards()
         return steps
+
+
+# The drover.role of ecs_task's containers (_apply_task.ROLE; that module imports this one).
+TASK_ROLE = 'task'
+
+
+def _refuse_a_task_network(engine, store, holders, cluster, task):
+    """task_netns is the module of networks of their own: the network of an ecs_task task goes only with its
+    task. Its holder says so (drover.owner); a holder made before that label is the task's when the task has
+    containers on the engine or a run the store holds as not stopped."""
+    holder = [h for h in holders if holder_key(h) == (cluster, task)]
+    owner = holder[0]['labels'].get(OWNER_LABEL) if holder else None
+    if not holder or owner == 'task_netns':
+        return
+    running = [c['name'] for c in engine.list_role(TASK_ROLE)
+               if (c['labels'].get('drover.cluster'), c['labels'].get('drover.task')) == (cluster, task)]
+    stored = [r for r in store.tasks(cluster) if r['name'] == task and r['last_status'] != 'STOPPED']
+    if owner == 'ecs_task' or running or stored:
+        raise TaskFailure('the network of task %s in cluster %s (netns %s) belongs to an ecs_task task: task_netns '
+                          'does not remove it; stop or remove the task with drover.fleet.ecs_task, which tears its '
+                          'network down' % (task, cluster, holder[0]['labels'].get('drover.netns')))
 
 
 def converge(params, check_mode=False, diff=False):
@@ -201,18 +294,16 @@ def converge(params, check_mode=False, diff=False):
     engine, store, lock = open_host(params, check_mode)
     try:
         holders = engine.list_role(HOLDER_ROLE)
-        other = [h for h in holders if h['labels'].get('drover.task') == task
-                 and h['labels'].get('drover.cluster') != cluster]
-        if other:
-            raise TaskFailure('the netns of task %s belongs to cluster %s on this host, not %s'
-                              % (task, other[0]['labels'].get('drover.cluster'), cluster))
+        if state == 'absent':
+            _refuse_a_task_network(engine, store, holders, cluster, task)
         work = TaskNetwork(engine, store, check_mode, holders)
-        before_seen = work.observe(task, spec.eni_mac if spec else None)
-        before = work.view(task, before_seen) if before_seen['netns_exists'] or before_seen['holder'] else None
+        name = work.netns_of(cluster, task)
+        before_seen = work.observe(name, work.holder(cluster, task), spec.eni_mac if spec else None)
+        before = work.view(name, before_seen) if before_seen['netns_exists'] or before_seen['holder'] else None
         if state == 'present':
             steps, view = work.present(spec, before_seen)
         else:
-            steps = work.absent(task)
+            steps = work.absent(cluster, task)
             view = None
         result = {'changed': bool(steps), 'steps': steps, 'netns': view}
         if diff:

@@ -22,7 +22,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
@@ -122,7 +122,7 @@ class Pass:
         self.check_mode = check_mode
         self.clock = clock
         self.warnings = []
-        self.network = TaskNetwork(engine, store, check_mode, holders, clock)
+        self.network = TaskNetwork(engine, store, check_mode, holders, clock, owner='ecs_task')
         self.ledger = ledger if ledger is not None else Ledger({}, [], 'none')
         self.credentials = store.credentials()
         self.images_seen = set()
@@ -165,6 +165,7 @@ class Pass:
         held = [c for c in self.credentials if (c['cluster'], c['task']) == (decl.cluster, decl.name)]
         if held and not self.check_mode:
             self.store.delete_credentials(decl.cluster, decl.name)
+            self.credentials = [c for c in self.credentials if c not in held]
         return bool(held)
 
     def adopt_credentials(self, decl, observed):
@@ -175,9 +176,9 @@ class Pass:
             cred_id, role = labels.get('drover.cred-id'), labels.get('drover.task-role')
             if cred_id and role and cred_id not in known and plan_mod.container_status(obs) == plan_mod.RUNNING:
                 task_ip = None
-                holder = self.network.holders.get(decl.name)
+                holder = self.network.holder(decl.cluster, decl.name)
                 if holder is not None and decl.network is not None:
-                    alloc = self.network.allocations().get(decl.network.netns)
+                    alloc = self.network.allocations().get(self.network.netns_of(decl.cluster, decl.name))
                     task_ip = plan_netns.link_ips(alloc)[1] if alloc else None
                 if not self.check_mode:
                     self.store.put_credential(cred_id, decl.cluster, decl.name, role, task_ip, self.clock())
@@ -193,14 +194,14 @@ class Pass:
                 if error:
                     self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, error))
 
-    def _has_network(self, decl):
-        return decl.name in self.network.holders or net.netns_exists(netns_name(decl.name))
-
     def _teardown_network(self, decl):
-        """Every path that ends a run ends its network: ENI back, link, holder, netns, /30."""
-        if self._has_network(decl):
-            mac = decl.network.eni_mac if decl.network else None
-            return self.network.absent(decl.name, mac)
+        """Every path that ends a run ends its network: ENI back, link and its filter, holder, netns, /30.
+        The task's credential registration goes first: its /30 is never free while one names it."""
+        mac = decl.network.eni_mac if decl.network else None
+        if self.network.has_network(decl.cluster, decl.name) or (
+                mac and net.netns_exists(legacy_netns_name(decl.name))):
+            self._drop_credentials(decl)
+            return self.network.absent(decl.cluster, decl.name, mac)
         return []
 
     def _auth_for(self, decl, image):
@@ -382,7 +383,7 @@ class Pass:
     def _keep_network(self, decl, record):
         """A running awsvpc task: check its network, record its /30 again if the store lost it. Its
         containers live in the holder's netns, so a lost holder is reported, never rebuilt under them."""
-        holder = self.network.holders.get(decl.name)
+        holder = self.network.holder(decl.cluster, decl.name)
         if holder is None or holder.get('state') != 'running':
             self.warnings.append('task %s/%s runs without its network holder; declare it stopped and running '
                                  'again to rebuild its network' % (decl.cluster, decl.name))

@@ -4,7 +4,8 @@
 """The netlink / network-namespace adapter: the only place that talks to the kernel's networking.
 
 Owns: finding an interface by MAC, attaching a process's netns under /run/netns, moving links between
-namespaces, addresses, routes, the credential veth pair, DHCP through udhcpc run inside the netns,
+namespaces, addresses, routes, the credential veth pair and its filter (iptables rules that let it carry
+traffic to and from the credentials endpoint only), DHCP through udhcpc run inside the netns,
 and /etc/netns/<netns>/resolv.conf. Namespaces are always opened with flags=0, so probing never creates
 one. Errors are wrapped in NetError with what was being done.
 Must not: decide anything or read the store.
@@ -16,6 +17,8 @@ __metaclass__ = type
 
 import errno
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -41,6 +44,13 @@ NETNS_DIR = '/run/netns'
 ETC_NETNS = '/etc/netns'
 # The task side of the credential link, inside the task's netns.
 CRED_IFNAME = 'drover-cred'
+# The host side of a credential link (see _plan_netns.host_ifname): what the filter's rules are keyed to.
+HOST_IFNAME_RE = re.compile(r'^dv[0-9a-f]{10}\Z')
+# The ports of the credentials endpoint a task may reach over its link: 80, and the port the service listens
+# on (its --port, 51679 by default), to which the nat table sends port 80.
+ENDPOINT_PORTS = (80, 51679)
+# How long iptables waits for the xtables lock (Docker's engine takes it too).
+XTABLES_WAIT = '10'
 
 
 class NetError(Exception):
@@ -228,6 +238,144 @@ def delete_link(ifname):
         except pr.NetlinkError as exc:
             raise NetError('delete interface %s: %s' % (ifname, exc))
     return True
+
+
+# --- the credential link's filter ------------------------------------------------------------------------
+#
+# The link must carry traffic to and from the credentials endpoint only: without a filter, the host routes
+# between the link and every other network it has (a container on a Docker bridge reaches a service in an
+# awsvpc task at its link address; the task reaches any host service listening on all addresses). Rules,
+# keyed to the host side's name, in the filter table:
+# - INPUT (Docker never touches it): from the link, TCP to the endpoint's ports, and replies to what the
+#   host opened, are accepted; all else from the link is dropped.
+# - FORWARD, and DOCKER-USER where the engine made it: nothing is routed from or to the link. Docker inserts
+#   its own rules at the top of FORWARD when it starts, DOCKER-USER first of all, and never edits
+#   DOCKER-USER: the rules there stay ahead of the engine's ACCEPTs; those in FORWARD hold without an engine.
+# IPv6 is off on the host side (its link-local address would reach host services listening on '::').
+
+def guard_rules(ifname, endpoint='169.254.170.2', ports=ENDPOINT_PORTS):
+    """{chain: [rule, ...]} of the link's filter, each rule as `iptables -S` prints it (after `-A <chain>`),
+    in chain order."""
+    accept = [['-d', '%s/32' % endpoint, '-i', ifname, '-p', 'tcp', '-m', 'tcp', '--dport', str(port), '-j', 'ACCEPT']
+              for port in ports]
+    accept.append(['-i', ifname, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'ACCEPT'])
+    accept.append(['-i', ifname, '-j', 'DROP'])
+    routed = [['-i', ifname, '-j', 'DROP'], ['-o', ifname, '-j', 'DROP']]
+    return {'INPUT': accept, 'FORWARD': routed, 'DOCKER-USER': routed}
+
+
+def _iptables(args, check=True):
+    try:
+        proc = subprocess.run(['iptables', '-w', XTABLES_WAIT] + list(args), capture_output=True, text=True,
+                              timeout=60, check=False)
+    except OSError as exc:
+        raise NetError('the credential link filter needs iptables on the host: %s' % exc)
+    except subprocess.TimeoutExpired:
+        raise NetError('iptables %s did not finish within 60 s' % ' '.join(args[:2]))
+    if check and proc.returncode != 0:
+        raise NetError('iptables %s: %s' % (' '.join(args), (proc.stderr or proc.stdout).strip()[-300:]))
+    return proc
+
+
+def filter_rules():
+    """The filter table as [(chain, [rule args])] plus the set of its chains (one `iptables -S`); None when
+    the host has no iptables."""
+    try:
+        proc = _iptables(['-S'], check=False)
+    except NetError:
+        return None
+    if proc.returncode != 0:
+        return None
+    rules, chains = [], set()
+    for line in proc.stdout.splitlines():
+        words = shlex.split(line)
+        if len(words) >= 2 and words[0] in ('-P', '-N'):
+            chains.add(words[1])
+        elif len(words) >= 2 and words[0] == '-A':
+            rules.append((words[1], words[2:]))
+    return rules, chains
+
+
+def _names(rule):
+    """The interfaces a rule names with -i or -o."""
+    return set(rule[i + 1] for i, word in enumerate(rule[:-1]) if word in ('-i', '-o'))
+
+
+def _ipv6_path(ifname):
+    return '/proc/sys/net/ipv6/conf/%s/disable_ipv6' % ifname
+
+
+def link_guarded(ifname, listing, endpoint='169.254.170.2'):
+    """Whether the filter of link `ifname` is whole, in order, in every chain it belongs in (and IPv6 off on
+    the link, where the host has IPv6). `listing`: what filter_rules() returned."""
+    if listing is None:
+        return False
+    rules, chains = listing
+    for chain, wanted in guard_rules(ifname, endpoint).items():
+        if chain not in chains:
+            continue
+        if [r for c, r in rules if c == chain and ifname in _names(r)] != wanted:
+            return False
+    try:
+        with open(_ipv6_path(ifname)) as handle:
+            return handle.read().strip() == '1'
+    except IOError:
+        return not os.path.isdir('/proc/sys/net/ipv6/conf') or not host_link_exists(ifname)
+
+
+def link_guard_present(ifname, listing):
+    """Whether any filter rule names link `ifname`."""
+    return bool(listing) and any(ifname in _names(r) for c, r in listing[0])
+
+
+def add_link_guard(ifname, endpoint='169.254.170.2'):
+    """Make the filter of link `ifname` whole: a chain whose rules for the link are not exactly the wanted
+    ones, in order, loses them and gets the wanted ones at its top (a chain already right is left alone)."""
+    listing = filter_rules()
+    if listing is None:
+        raise NetError('the credential link filter needs iptables on the host (Debian package iptables)')
+    rules, chains = listing
+    for chain, wanted in guard_rules(ifname, endpoint).items():
+        if chain not in chains:
+            continue
+        have = [r for c, r in rules if c == chain and ifname in _names(r)]
+        if have == wanted:
+            continue
+        for rule in have:
+            _iptables(['-D', chain] + rule, check=False)
+        for rule in reversed(wanted):
+            if _iptables(['-C', chain] + rule, check=False).returncode != 0:
+                _iptables(['-I', chain, '1'] + rule)
+    try:
+        with open(_ipv6_path(ifname), 'w') as handle:
+            handle.write('1\n')
+    except IOError as exc:
+        if os.path.isdir('/proc/sys/net/ipv6/conf') and host_link_exists(ifname):
+            raise NetError('turn IPv6 off on the credential link %s: %s' % (ifname, exc))
+
+
+def remove_link_guard(ifname, listing=None):
+    """Remove every filter rule that names link `ifname`; True when there was one."""
+    listing = listing if listing is not None else filter_rules()
+    if not listing:
+        return False
+    found = False
+    for chain, rule in listing[0]:
+        if ifname in _names(rule):
+            _iptables(['-D', chain] + rule, check=False)
+            found = True
+    return found
+
+
+def orphan_guards(listing):
+    """Host sides of credential links named by filter rules but no longer on the host (the link went with
+    its namespace, or a teardown was cut short)."""
+    if not listing:
+        return []
+    named = set()
+    for chain, rule in listing[0]:
+        named |= set(n for n in _names(rule) if HOST_IFNAME_RE.match(n))
+    return sorted(n for n in named if not host_link_exists(n))
 
 
 def host_link_subnets(pool='169.254.'):

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import hashlib
 import ipaddress
 import re
 
@@ -31,14 +32,31 @@ NetSpec = collections.namedtuple('NetSpec', (
 Route = collections.namedtuple('Route', ('dst', 'gateway'))
 
 
-def netns_name(task):
-    """The network namespace of a task, as `ip netns` lists it."""
+# How much of the task's name a network's names show (the digest that follows makes them unique).
+NET_TASK_CHARS = 24
+
+
+def net_id(cluster, task):
+    """The short host name of a task's network: the start of the task's name (for people), then a digest of
+    cluster and task (for uniqueness: '/' is in no cluster or task name, so no two tasks share one)."""
+    digest = hashlib.sha1(('%s/%s' % (cluster, task)).encode('utf-8')).hexdigest()[:10]
+    return '%s-%s' % (task[:NET_TASK_CHARS], digest)
+
+
+def netns_name(cluster, task):
+    """The network namespace of a task (cluster and task: its identity), as `ip netns` lists it."""
+    return 'drover-%s' % net_id(cluster, task)
+
+
+def legacy_netns_name(task):
+    """The name earlier releases gave a task's namespace (task alone): still found through its holder's
+    drover.netns label, and torn down, on hosts that run such a network."""
     return 'drover-%s' % task
 
 
-def holder_name(task):
+def holder_name(cluster, task):
     """The holder container that owns a task's network namespace."""
-    return 'drover-netns-%s' % task
+    return 'drover-netns-%s' % net_id(cluster, task)
 
 
 def _mac(value, field):
@@ -114,7 +132,7 @@ def net_spec(raw, task, cluster='default', field=''):
         raise SpecError('%swait_timeout must be a number of seconds from 0 to 3600, got %r' % (prefix, wait))
     link = raw.get('credential_link')
     holder_image = raw.get('holder_image') or HOLDER_IMAGE
-    return NetSpec(task=task, cluster=cluster, netns=netns_name(task), eni_mac=mac, address=address, dhcp=dhcp,
+    return NetSpec(task=task, cluster=cluster, netns=netns_name(cluster, task), eni_mac=mac, address=address, dhcp=dhcp,
                    gateway=gateway, routes=tuple(routes), dns_servers=dns,
                    credential_link=True if link is None else bool(link), wait_timeout=wait,
                    holder_image=holder_image)
@@ -127,6 +145,9 @@ def hashable(spec):
     doc = spec._asdict()
     for key in ('wait_timeout', 'task', 'cluster'):
         doc.pop(key)
+    # The namespace's name follows from cluster and task, the run's identity: the hash keeps the name it has
+    # always carried, so that a run made before names held the cluster is not replaced for it.
+    doc['netns'] = legacy_netns_name(spec.task)
     doc['routes'] = [list(r) for r in spec.routes]
     doc['dns_servers'] = list(spec.dns_servers)
     return doc

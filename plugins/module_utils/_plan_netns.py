@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The task-network decider: which steps bring a task's netns to its declaration, or tear it down.
 
-Owns: the order of the steps (holder, attach, ENI, addressing, credential link, DNS; and the reverse
-for teardown), and the allocation of credential-link /30s out of 169.254.0.0/16.
+Owns: the order of the steps (holder, attach, ENI, addressing, credential link and its filter, DNS; and
+the reverse for teardown), and the allocation of credential-link /30s out of 169.254.0.0/16.
 Must not: do any I/O. Input: the declaration and what the host shows (gathered by the applier).
 """
 
@@ -41,9 +41,24 @@ def subnet_of(task_ip):
     return str(ipaddress.IPv4Interface('%s/30' % task_ip).network)
 
 
+def registered_subnets(credentials):
+    """The /30s that credential registrations name an address in: never handed to another task while one
+    does (a task given such a /30 would be answered with that registration's credentials)."""
+    out = set()
+    for row in credentials:
+        source = row.get('source_ip')
+        try:
+            if source and ipaddress.IPv4Address(source) in LINK_POOL:
+                out.add(subnet_of(source))
+        except ValueError:
+            continue
+    return out
+
+
 def allocate(allocations, netns, in_use=()):
     """The /30 for `netns`: the one it holds, else the lowest free one. `allocations`: {netns: subnet};
-    `in_use`: subnets the host's links already carry (another store's, or one lost with a store)."""
+    `in_use`: subnets the host's links already carry (another store's, or one lost with a store), and those
+    a credential registration still names."""
     if netns in allocations:
         return allocations[netns]
     used = set(allocations.values()) | set(in_use)
@@ -87,9 +102,13 @@ def plan_present(spec, seen, allocations):
         cred = [i for i in seen.get('interfaces') or [] if task_ip and '%s/30' % task_ip in i['addresses']]
         if fresh or not seen.get('host_link') or not cred or (ENDPOINT + '/32', link_ips(subnet)[0]) not in routes:
             steps.append('link')
+        if 'link' in steps or not seen.get('guarded'):
+            steps.append('guard')
     else:
         if seen.get('host_link'):
             steps.append('unlink')
+        if seen.get('guard_rules'):
+            steps.append('unguard')
         if spec.netns in allocations:
             steps.append('free')
     # With DHCP and no declared servers, the lease's servers stand.
@@ -106,6 +125,8 @@ def plan_absent(seen, allocated):
         steps.append('eni_back')
     if seen.get('host_link'):
         steps.append('unlink')
+    if seen.get('guard_rules'):
+        steps.append('unguard')
     if seen.get('holder') is not None:
         steps.append('holder_remove')
     if seen.get('netns_exists'):

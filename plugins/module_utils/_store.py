@@ -106,6 +106,14 @@ MIGRATIONS = (
         PRIMARY KEY (pool, idx)
     );
     """,
+    # 3 -> 4: a credential-link /30 names its task (cluster and task: a task's identity; each task's network
+    # has a namespace of its own). Rows of earlier releases keep NULL: their namespace is named after the
+    # task alone, and is found through its holder's drover.netns label.
+    """
+    ALTER TABLE link_allocations ADD COLUMN cluster TEXT;
+    ALTER TABLE link_allocations ADD COLUMN task TEXT;
+    CREATE INDEX link_allocations_task ON link_allocations (cluster, task)
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -326,10 +334,15 @@ class Store:
         """{netns: subnet}."""
         return dict((r['netns'], r['subnet']) for r in self.db.execute('SELECT * FROM link_allocations'))
 
-    def put_link_allocation(self, netns, subnet, now):
+    def link_allocation_rows(self):
+        """Every allocation: [{subnet, netns, cluster, task, allocated_at}] (cluster and task None on rows of
+        earlier releases)."""
+        return [dict(r) for r in self.db.execute('SELECT * FROM link_allocations ORDER BY subnet')]
+
+    def put_link_allocation(self, netns, subnet, now, cluster=None, task=None):
         self._writable()
-        self.db.execute('INSERT OR REPLACE INTO link_allocations (subnet, netns, allocated_at) VALUES (?, ?, ?)',
-                        (subnet, netns, now))
+        self.db.execute('INSERT OR REPLACE INTO link_allocations (subnet, netns, allocated_at, cluster, task) '
+                        'VALUES (?, ?, ?, ?, ?)', (subnet, netns, now, cluster, task))
 
     def delete_link_allocation(self, netns):
         self._writable()

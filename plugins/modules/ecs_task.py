@@ -146,7 +146,9 @@ options:
       - The task's network. V(bridge) (the default), V(host) and V(none) are Docker's own.
       - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
         M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
-        is torn down on every path that ends the task. Needs O(awsvpc).
+        is torn down on every path that ends the task. The namespace, its credential link and /30 are the
+        task's own (its cluster and name together); the link carries traffic to and from the credentials
+        endpoint only. Needs O(awsvpc).
     type: str
     choices: [bridge, host, none, awsvpc]
   awsvpc:

@@ -13,17 +13,28 @@ short_description: Build and tear down an awsvpc task network namespace around a
 version_added: 0.1.0
 description:
   - Converges the network namespace of one task, in the manner of the ECS awsvpc network mode.
+  - A network is the task's, O(cluster) and O(name) together. Its namespace is
+    C(drover-<start of name>-<digest>) (the first 24 characters of O(name), then 10 hex digits of the SHA-1 of
+    C(<cluster>/<name>)), so tasks named alike in two clusters never share a namespace, holder, link or /30.
+    A namespace made by an earlier release (C(drover-<name>)) is found through its holder's C(drover.netns) label.
   - O(state=present) waits for the ENI (found by its MAC address) to appear on the host, starts a holder
-    container with no network that owns the task's network namespace, bind-mounts that namespace at
-    C(/run/netns/drover-<name>) so C(ip netns exec) works, moves the ENI in, brings C(lo) and the ENI up,
+    container with no network that owns the task's network namespace, bind-mounts that namespace under
+    C(/run/netns) so C(ip netns exec) works, moves the ENI in, brings C(lo) and the ENI up,
     addresses the ENI (static, or DHCP with C(udhcpc) inside the namespace) and adds the default route.
   - The credential link is a veth pair, host side on the host and task side (C(drover-cred)) in the
     namespace, each on a /30 allocated from 169.254.0.0/16 and kept in the host store (no two tasks ever
-    share one), with a route in the namespace to 169.254.170.2/32 via the host side.
+    share one, and none that a credential registration still names is handed out), with a route in the
+    namespace to 169.254.170.2/32 via the host side.
+  - The credential link carries traffic to and from the credentials endpoint only. iptables rules in the
+    filter table keyed to its host side (C(INPUT); C(FORWARD), and C(DOCKER-USER) where the engine made it)
+    admit TCP to 169.254.170.2 ports 80 and 51679 and replies to what the host opened, and drop the rest;
+    IPv6 is off on the host side. They are added when missing and removed with the link. The host needs
+    C(iptables).
   - Containers join the namespace with the Docker network mode C(container:<holder>); M(drover.fleet.ecs_task)
     does this for tasks whose C(network_mode) is C(awsvpc).
-  - O(state=absent) returns the ENI to the host (down, with its MAC), removes the credential link, the holder
-    and the namespace, and frees the /30. Absent on a network already gone changes nothing.
+  - O(state=absent) returns the ENI to the host (down, with its MAC), removes the credential link and its
+    filter rules, the holder and the namespace, and frees the /30. Absent on a network already gone changes
+    nothing. The network of a M(drover.fleet.ecs_task) task is refused, changing nothing; it goes with its task.
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
@@ -42,11 +53,11 @@ attributes:
     support: full
 options:
   name:
-    description: The task the network belongs to. The namespace is C(drover-<name>).
+    description: The task the network belongs to (with O(cluster)).
     type: str
     required: true
   cluster:
-    description: The task's cluster, recorded on the holder container's labels.
+    description: The task's cluster. A task is its cluster and its name; recorded on the holder container's labels.
     type: str
     default: default
   eni_mac:
@@ -76,7 +87,7 @@ options:
         type: str
   dns_servers:
     description:
-      - Name servers, written to C(/etc/netns/drover-<name>/resolv.conf) and given to the holder container,
+      - Name servers, written to C(/etc/netns/<namespace>/resolv.conf) and given to the holder container,
         whose C(/etc/resolv.conf) the task's containers share.
     type: list
     elements: str
@@ -131,11 +142,11 @@ netns:
     name:
       description: The namespace's name, as C(ip netns list) shows it.
       type: str
-      sample: drover-web
+      sample: drover-web-5887b1109c
     path:
       description: Its bind mount.
       type: str
-      sample: /run/netns/drover-web
+      sample: /run/netns/drover-web-6c1f0a3bd2
     holder_id:
       description: The holder container's ID.
       type: str
@@ -155,7 +166,7 @@ steps:
   returned: always
   type: list
   elements: str
-  sample: [holder, attach, eni, configure, allocate, link]
+  sample: [holder, attach, eni, configure, allocate, link, guard]
 '''
 
 from ansible.module_utils.basic import missing_required_lib

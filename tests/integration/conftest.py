@@ -65,20 +65,28 @@ def fake_eni():
 
 @pytest.fixture
 def netns_cleanup(engine):
-    """Remove, after the test, every task network namespace and holder the test made. (The veths and
-    stand-in ENIs inside a namespace go with it.)"""
+    """Remove, after the test, every task network namespace and holder the test made (the veths and
+    stand-in ENIs inside a namespace go with it), and the filter rules of their credential links."""
     import shutil
     import subprocess
     from helpers import netns_list
+    from ansible_collections.drover.fleet.plugins.module_utils import _netns
+    from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import host_ifname
     before = set(netns_list())
     yield
+    made = set(n for n in set(netns_list()) - before if n.startswith('drover-'))
     for holder in engine.containers.list(all=True, filters={'label': 'drover.role=netns-holder'}):
         if holder.labels.get('drover.netns') not in before:
+            if holder.labels.get('drover.netns'):
+                made.add(holder.labels['drover.netns'])
             holder.remove(force=True)
-    for name in set(netns_list()) - before:
-        if name.startswith('drover-'):
-            subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
-            shutil.rmtree('/etc/netns/%s' % name, ignore_errors=True)
+    for name in sorted(made):
+        subprocess.run(['ip', 'netns', 'del', name], capture_output=True, check=False)
+        shutil.rmtree('/etc/netns/%s' % name, ignore_errors=True)
+    # The rules outlive the links (which go with their namespaces, a moment later).
+    listing = _netns.filter_rules()
+    for ifname in sorted(set(host_ifname(n) for n in made) | set(_netns.orphan_guards(listing))):
+        _netns.remove_link_guard(ifname, listing)
 
 
 @pytest.fixture

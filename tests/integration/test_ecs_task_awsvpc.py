@@ -8,6 +8,8 @@ import pytest
 
 from helpers import container, host_links, net_snapshot, netns_list, statuses, store_rows, wait_for
 
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
 
 
@@ -27,12 +29,12 @@ def test_awsvpc_task_in_four_steps(engine, cluster, converge, fake_eni, store_pa
                             container('side')])
     check = converge(check=True, **args)
     assert check['changed'] and check['task']['last_status'] == 'PENDING'
-    assert 'drover-' + task not in netns_list() and statuses(engine, cluster) == {}
+    assert netns_name(cluster, task) not in netns_list() and statuses(engine, cluster) == {}
     results = [check] + [converge(check=c, **args) for c in (False, False, True)]
     assert [r['changed'] for r in results] == [True, True, False, False], [r.get('msg') for r in results]
     task_view = results[1]['task']
     assert task_view['last_status'] == 'RUNNING'
-    assert task_view['network']['name'] == 'drover-' + task
+    assert task_view['network']['name'] == netns_name(cluster, task)
     holder = task_view['network']['holder_id']
     for c in task_view['containers']:
         assert engine.api.inspect_container(c['runtime_id'])['HostConfig']['NetworkMode'] == 'container:' + holder
@@ -47,7 +49,7 @@ def test_awsvpc_task_in_four_steps(engine, cluster, converge, fake_eni, store_pa
     # absent: containers, holder, netns and /30 go; the ENI is back on the host with its MAC.
     gone = converge(name=task, state='absent')
     assert gone['changed'] and statuses(engine, cluster) == {}
-    assert 'drover-' + task not in netns_list() and (eni.ifname, eni.mac) in host_links()
+    assert netns_name(cluster, task) not in netns_list() and (eni.ifname, eni.mac) in host_links()
     assert store_rows(store_path)['link_allocations'] == []
 
 
@@ -62,7 +64,7 @@ def test_essential_exit_tears_the_network_down(engine, cluster, converge, fake_e
     r = converge(**args)
     assert r['task']['stopped_reason'] == 'container main exited (5)'
     assert statuses(engine, cluster) == {}
-    assert 'drover-' + task not in netns_list() and (eni.ifname, eni.mac) in host_links()
+    assert netns_name(cluster, task) not in netns_list() and (eni.ifname, eni.mac) in host_links()
     assert store_rows(store_path)['link_allocations'] == []
     assert not converge(**args)['changed']
 
@@ -93,7 +95,7 @@ def test_store_lost_adopts_without_a_second_netns(engine, cluster, converge, fak
     assert not r['changed'] and r['task']['last_status'] == 'RUNNING'
     assert r['task']['network']['holder_id'] == first['task']['network']['holder_id']
     assert r['task']['network']['credential_link'] == first['task']['network']['credential_link']
-    assert [n for n in netns_list() if n == 'drover-' + task] == ['drover-' + task]
+    assert [n for n in netns_list() if n == netns_name(cluster, task)] == [netns_name(cluster, task)]
     assert len(store_rows(fresh)['link_allocations']) == 1
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from helpers import IMAGE, host_links, net_snapshot, netns_list, store_rows
 
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import host_ifname
 
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
@@ -40,24 +41,25 @@ def test_static_address_in_four_steps(engine, netns, fake_eni, store_path, clust
     eni = fake_eni()
     eni.plug()
     task = 'n%s' % cluster
+    ns = netns_name(cluster, task)
     args = dict(name=task, eni_mac=eni.mac.upper(), address=eni.address(), gateway=eni.gateway,
                 dns_servers=[eni.gateway], routes=[{'dst': '198.19.0.0/16'}])
     check = netns(check=True, **args)
     assert check['changed'] and check['steps'][:3] == ['holder', 'attach', 'eni']
-    assert 'drover-' + task not in netns_list()
+    assert ns not in netns_list()
     apply = netns(**args)
     assert apply['changed'], apply.get('msg')
     again = netns(**args)
     check2 = netns(check=True, **args)
     assert [again['changed'], check2['changed']] == [False, False], (again['steps'], check2['steps'])
     view = apply['netns']
-    assert view['name'] == 'drover-' + task and view['path'] == '/run/netns/drover-' + task
-    assert 'drover-' + task in netns_list()
+    assert view['name'] == ns and view['path'] == '/run/netns/' + ns
+    assert ns in netns_list()
     ifaces = dict((i['name'], i) for i in view['interfaces'])
     assert ifaces[eni.ifname]['mac'] == eni.mac and ifaces[eni.ifname]['addresses'] == [eni.address()]
     link = view['credential_link']
     assert link['host_ip'].startswith('169.254.') and link['task_ip'].startswith('169.254.')
-    assert store_rows(store_path)['link_allocations'][0][1] == 'drover-' + task
+    assert store_rows(store_path)['link_allocations'][0][1:2] == (ns,)
     # A container of the task sees the ENI and reaches the peer; the credential route is there.
     code, out = in_ns(engine, view['holder_id'], 'ip addr; ip route; ping -c1 -W2 %s; cat /etc/resolv.conf'
                       % eni.gateway)
@@ -65,17 +67,17 @@ def test_static_address_in_four_steps(engine, netns, fake_eni, store_path, clust
     assert eni.address() in out and '169.254.170.2 via %s' % link['host_ip'] in out
     assert '198.19.0.0/16 via %s' % eni.gateway in out and 'default via %s' % eni.gateway in out
     assert 'nameserver %s' % eni.gateway in out
-    with open('/etc/netns/drover-%s/resolv.conf' % task) as handle:
+    with open('/etc/netns/%s/resolv.conf' % ns) as handle:
         assert handle.read() == 'nameserver %s\n' % eni.gateway
     # Teardown in four steps; the ENI returns to the host with its MAC.
     down = [netns(check=True, name=task, state='absent'), netns(name=task, state='absent'),
             netns(name=task, state='absent'), netns(check=True, name=task, state='absent')]
     assert [d['changed'] for d in down] == [True, True, False, False]
     assert (eni.ifname, eni.mac) in host_links()
-    assert 'drover-' + task not in netns_list()
-    assert not [l for l in host_links() if l[0] == host_ifname('drover-' + task)]
+    assert ns not in netns_list()
+    assert not [l for l in host_links() if l[0] == host_ifname(ns)]
     assert store_rows(store_path)['link_allocations'] == []
-    assert not os.path.exists('/etc/netns/drover-%s' % task)
+    assert not os.path.exists('/etc/netns/%s' % ns)
     assert engine.containers.list(all=True, filters={'label': 'drover.task=%s' % task}) == []
 
 
@@ -133,10 +135,10 @@ def test_store_lost_rebuilds_records_without_a_second_netns(engine, netns, fake_
     assert again['netns']['holder_id'] == first['netns']['holder_id']
     assert again['netns']['credential_link'] == first['netns']['credential_link']
     assert again['steps'] == ['allocate']
-    assert [n for n in netns_list() if n == 'drover-' + task] == ['drover-' + task]
+    assert [n for n in netns_list() if n == netns_name(cluster, task)] == [netns_name(cluster, task)]
     rows = store_rows(fresh)['link_allocations']
     assert [(r[0], r[1]) for r in rows] == [(str(__import__('ipaddress').IPv4Interface(
-        first['netns']['credential_link']['task_ip'] + '/30').network), 'drover-' + task)]
+        first['netns']['credential_link']['task_ip'] + '/30').network), netns_name(cluster, task))]
     assert not netns(store_path=fresh, **args)['changed']
 
 

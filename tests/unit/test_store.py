@@ -210,3 +210,23 @@ def test_a_directory_above_others_can_write_is_refused_unless_sticky(tmp_path):
     os.symlink(str(shared / 'state'), str(tmp_path / 'via'))
     with pytest.raises(StoreError, match='writable by another user'):
         Store(str(tmp_path / 'via' / 'store.db'))
+
+
+def test_a_store_of_schema_3_migrates_its_link_allocations(tmp_path):
+    """Allocations made before they named their task keep their rows (cluster and task NULL); new ones
+    name cluster and task."""
+    path = str(tmp_path / 'store.db')
+    db = sqlite3.connect(path)
+    for step in _store.MIGRATIONS[:3]:
+        db.executescript(step)
+    db.execute("INSERT INTO link_allocations (subnet, netns, allocated_at) VALUES ('169.254.1.0/30', 'drover-web', 1.0)")
+    db.execute('PRAGMA user_version = 3')
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.schema_version() == _store.SCHEMA_VERSION >= 4
+        assert store.link_allocations() == {'drover-web': '169.254.1.0/30'}
+        store.put_link_allocation('drover-web-0123456789', '169.254.1.4/30', 2.0, 'b', 'web')
+        rows = store.link_allocation_rows()
+    assert [(r['netns'], r['cluster'], r['task']) for r in rows] == [
+        ('drover-web', None, None), ('drover-web-0123456789', 'b', 'web')]
