@@ -23,6 +23,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 
 HOLDER_ROLE = 'netns-holder'
 HOLDER_COMMAND = ('sleep', '2147483647')
+# The holder only sleeps; it never needs raw sockets (a task's containers have their own capabilities).
+HOLDER_CAP_DROP = ('NET_RAW',)
 
 
 def holder_labels(spec):
@@ -113,7 +115,8 @@ class TaskNetwork:
             if not self.engine.image_present(spec.holder_image):
                 self.engine.pull(spec.holder_image)
             cid = self.engine.create(holder_name(spec.task), spec.holder_image, holder_labels(spec),
-                                     command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers)
+                                     command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers,
+                                     cap_drop=HOLDER_CAP_DROP)
             self.engine.start(cid)
             holder = {'id': cid, 'state': 'running', 'labels': holder_labels(spec),
                       'pid': (self.engine.inspect(cid) or {}).get('pid')}

@@ -19,13 +19,14 @@ import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import IMAGE_RE, MIN_MEMORY_MIB, capabilities
 
 OWNER_RE = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$')
 REPO_RE = re.compile(r'^[A-Za-z0-9._-]{1,100}$')
 DEFAULT_API_URL = 'https://api.github.com'
 
-Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'))
+Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
+                                             'capabilities'))
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
     'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id',
@@ -54,11 +55,11 @@ def runner_name(spec, slot_index, now):
     return '%s%s-%d-%d' % (host_prefix(spec), spec.profile.name, slot_index + 1, int(now))
 
 
-def _profile(raw):
+def _profile(raw, allow_host_network=False):
     if not isinstance(raw, dict):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
-                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment'})
+                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'capabilities'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -78,10 +79,15 @@ def _profile(raw):
     mode = raw.get('network_mode') or 'bridge'
     if mode not in ('bridge', 'host', 'none'):
         raise SpecError('profile.network_mode must be bridge, host or none, got %r' % (mode,))
+    if mode == 'host' and not allow_host_network:
+        raise SpecError('profile.network_mode is host: runner containers (and the jobs in them) would share the '
+                        'host\'s network; this host refuses host-network runners unless allow_host_network is true '
+                        '(role variable drover_allow_host_network)')
     env = raw.get('environment') or {}
     if not isinstance(env, dict) or any(not isinstance(k, str) or '=' in k for k in env):
         raise SpecError('profile.environment must be a mapping of variable names to values')
-    return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())))
+    return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
+                   capabilities(raw.get('capabilities'), 'profile.capabilities'))
 
 
 def parse_utc(value, field):
@@ -148,7 +154,8 @@ def pool_spec(params, machine_id):
         raise SpecError('labels may name at most 100 labels')
     if state == 'present' and not params.get('profile'):
         raise SpecError('profile is required with state present: name, image and slots of the runner containers')
-    profile = _profile(params.get('profile')) if state == 'present' or params.get('profile') else None
+    profile = _profile(params.get('profile'), state != 'present' or bool(params.get('allow_host_network'))) \
+        if state == 'present' or params.get('profile') else None
     slots = profile.slots if profile else 0
     warm = params.get('warm')
     warm = 1 if warm is None else warm
