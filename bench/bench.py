@@ -251,7 +251,7 @@ def _pool(i, url, state='present', docker_host=None):
     args = {'pool': POOL_NAMES[i], 'repository': POOL_REPOS[i], 'machine_id': POOL_MACHINE_ID,
             'api_url': url, 'token': GH_TOKEN, 'store_path': POOL_STORE}
     if state == 'present':
-        args.update({'labels': list(POOL_LABELS), 'scale': 'fixed',
+        args.update({'labels': list(POOL_LABELS), 'scale': 'fixed', 'allow_host_network': True,
                      'profile': {'name': 'p%02d' % (i + 1), 'image': RUNNER_IMAGE, 'slots': SLOTS,
                                  'network_mode': 'host', 'memory': 64,
                                  'environment': {'DROVER_POLL_SECONDS': str(RUNNER_POLL)}}})

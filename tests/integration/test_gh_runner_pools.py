@@ -34,7 +34,7 @@ def pools(module_runner, store_path, standin, pool_name, engine):
 
     def run(entries, check=False, **args):
         params = dict(labels=['self-hosted', 'linux'], api_url=standin.url, store_path=store_path,
-                      machine_id='mid' + pool_name, token=TOKEN,
+                      machine_id='mid' + pool_name, token=TOKEN, allow_host_network=True,
                       profile=dict(name='small', image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64,
                                    environment={'DROVER_JOB_SECONDS': '1'}))
         params['pools'] = []
