@@ -239,7 +239,9 @@ def _vpc(state, docker_host=None):
         args.update({'network_mode': 'awsvpc',
                      'awsvpc': {'eni_mac': ENI_MAC, 'address': ENI_ADDRESS, 'gateway': ENI_GATEWAY,
                                 'credential_link': True},
-                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600']}]})
+                     # NET_RAW back: the check pings the gateway from the task container
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'],
+                                     'capabilities': {'add': ['NET_RAW']}}]})
     else:
         args['state'] = 'absent'
     if docker_host:
