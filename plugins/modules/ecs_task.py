@@ -160,7 +160,8 @@ options:
     description:
       - The task's network. V(bridge) (the default), V(host) and V(none) are Docker's own.
       - V(host) (or C(networkMode) C(host) in O(task_definition)) is refused before anything changes unless
-        O(allow_host_network) is set: a task on the host's network sees the traffic of every task on the host.
+        O(allow_host_network) is set, since a task on the host's network sees the traffic of every task on the
+        host.
       - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
         M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
         is torn down on every path that ends the task. Needs O(awsvpc).
@@ -312,7 +313,7 @@ options:
     description:
       - The host's policy for O(network_mode=host). Unset, a task declared to run on the host's network is
         refused (the message names the field) and nothing changes; stopping or removing one is always allowed.
-      - Not an option of the entries of O(tasks): it is the host's, for the whole call.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: bool
     default: false
   tasks:

@@ -119,8 +119,8 @@ options:
       network_mode:
         description:
           - The runner containers' network.
-          - V(host) is refused before anything changes unless O(allow_host_network) is set: a runner (and any job
-            in it) on the host's network sees the traffic of every task and runner on the host.
+          - V(host) is refused before anything changes unless O(allow_host_network) is set, since a runner (and any
+            job in it) on the host's network sees the traffic of every task and runner on the host.
         type: str
         choices: [bridge, host, none]
         default: bridge
@@ -131,7 +131,7 @@ options:
         description:
           - Linux capabilities given to or taken from the engine's default set, with ECS's names (V(NET_RAW),
             V(SYS_PTRACE), V(ALL)...).
-          - Runner containers run B(without) C(NET_RAW) (no raw or packet sockets: no forged ARP or sniffing on the
+          - Runner containers run B(without) C(NET_RAW) (no raw or packet sockets, so no forged ARP or sniffing on the
             bridge by a job) unless O(profile.capabilities.add) names it (or V(ALL)).
         type: dict
         suboptions:
