@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import IMAGE, container, host_snapshot, store_rows, wait_for, warnings_of
+from helpers import IMAGE, container, host_snapshot, wait_for, warnings_of
 
 RUNNER_IMAGE = 'drover.local/runner:1'
 
