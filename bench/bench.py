@@ -241,7 +241,9 @@ def _vpc(state, docker_host=None):
         args.update({'network_mode': 'awsvpc',
                      'awsvpc': {'eni_mac': ENI_MAC, 'address': ENI_ADDRESS, 'gateway': ENI_GATEWAY,
                                 'credential_link': True},
-                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600']}]})
+                     # NET_RAW back: the check pings the gateway from the task container
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'],
+                                     'capabilities': {'add': ['NET_RAW']}}]})
     else:
         args['state'] = 'absent'
     if docker_host:
@@ -253,7 +255,7 @@ def _pool(i, url, state='present', docker_host=None):
     args = {'pool': POOL_NAMES[i], 'repository': POOL_REPOS[i], 'machine_id': POOL_MACHINE_ID,
             'api_url': url, 'token': GH_TOKEN, 'store_path': POOL_STORE}
     if state == 'present':
-        args.update({'labels': list(POOL_LABELS), 'scale': 'fixed',
+        args.update({'labels': list(POOL_LABELS), 'scale': 'fixed', 'allow_host_network': True,
                      'profile': {'name': 'p%02d' % (i + 1), 'image': RUNNER_IMAGE, 'slots': SLOTS,
                                  'network_mode': 'host', 'memory': 64,
                                  'environment': {'DROVER_POLL_SECONDS': str(RUNNER_POLL)}}})

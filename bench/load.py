@@ -98,7 +98,7 @@ def main(argv=None):
              for i in range(args.tasks)]
     ecs = {'cluster': 'load', 'purge': True, 'store_path': store, 'tasks': tasks}
     pools = {'store_path': store, 'api_url': standin.url, 'token': TOKEN, 'machine_id': 'loadbench',
-             'labels': ['self-hosted', 'linux'], 'scale': 'fixed',
+             'labels': ['self-hosted', 'linux'], 'scale': 'fixed', 'allow_host_network': True,
              'pools': [{'pool': 'load-p%02d' % i, 'repository': repos[i],
                         'profile': {'name': 'p%02d' % i, 'image': RUNNER_IMAGE, 'slots': args.slots,
                                     'network_mode': 'host', 'memory': 64,

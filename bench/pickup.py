@@ -152,7 +152,7 @@ def main(argv=None):
             'profile': {'name': 'pickup', 'image': RUNNER_IMAGE, 'slots': args.jobs, 'network_mode': 'host',
                         'memory': 64, 'environment': {'DROVER_JOB_SECONDS': '1', 'DROVER_POLL_SECONDS': '0.2'}}}
     common = {'drover_store_path': os.path.join(work, 'state', 'store.db'), 'drover_tasks_cluster': 'pickup-bench',
-              'drover_tasks': [], 'drover_pools_report': False,
+              'drover_tasks': [], 'drover_pools_report': False, 'drover_allow_host_network': True,
               'drover_pools_defaults': {'api_url': standin.url, 'token': TOKEN, 'machine_id': 'pickupbench'}}
     out = {'jobs': args.jobs, 'bursts': args.bursts, 'interval_s': args.interval, 'randomized_delay_s': args.delay,
            'accuracy_s': args.accuracy, 'seed': args.seed, 'modes': {}}

@@ -24,6 +24,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAM
 
 HOLDER_ROLE = 'netns-holder'
 HOLDER_COMMAND = ('sleep', '2147483647')
+# The holder only sleeps; it never needs raw sockets (a task's containers have their own capabilities).
+HOLDER_CAP_DROP = ('NET_RAW',)
 
 
 # drover.owner on a holder: the module whose network it is (ecs_task's go only with their task).
@@ -162,7 +164,8 @@ class TaskNetwork:
                 self.engine.pull(spec.holder_image)
             labels = holder_labels(spec, self.owner)
             cid = self.engine.create(holder_name(spec.cluster, spec.task), spec.holder_image, labels,
-                                     command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers)
+                                     command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers,
+                                     cap_drop=HOLDER_CAP_DROP)
             self.engine.start(cid)
             holder = {'id': cid, 'state': 'running', 'labels': labels,
                       'pid': (self.engine.inspect(cid) or {}).get('pid')}

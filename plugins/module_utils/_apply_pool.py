@@ -305,7 +305,8 @@ class PoolPass:
             cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
-                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)])
+                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)],
+                                     cap_add=spec.profile.capabilities.add, cap_drop=spec.profile.capabilities.drop)
             try:
                 self.engine.start(cid)
             except EngineError:

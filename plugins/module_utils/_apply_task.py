@@ -306,7 +306,8 @@ class Pass:
                     container_name(decl, spec), spec.image, labels, command=spec.command,
                     entrypoint=spec.entrypoint, environment=environment, cpu_shares=spec.cpu,
                     memory_mib=spec.memory, ports=spec.port_mappings, network_mode=network_mode,
-                    device_requests=device_requests)
+                    device_requests=device_requests, cap_add=spec.capabilities.add,
+                    cap_drop=spec.capabilities.drop)
                 made.append(cid)
                 self.engine.start(cid)
             except EngineError as exc:

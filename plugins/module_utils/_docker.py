@@ -171,8 +171,9 @@ class Engine:
 
     def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
                memory_mib=None, ports=None, network_mode=None, dns=None, device_requests=None, binds=None,
-               cpus=None):
-        """Create one container; `ports` is a list of (container_port, host_port or None, protocol)."""
+               cpus=None, cap_add=None, cap_drop=None):
+        """Create one container; `ports` is a list of (container_port, host_port or None, protocol); `cap_add`
+        and `cap_drop`: Linux capability names (NET_RAW) given to or taken from the engine's default set."""
         bindings = {}
         exposed = []
         for cport, hport, proto in ports or ():
@@ -188,6 +189,8 @@ class Engine:
             device_requests=[docker.types.DeviceRequest(**r) for r in device_requests] if device_requests else None,
             binds=list(binds) if binds else None,
             nano_cpus=int(cpus * 1e9) if cpus else None,
+            cap_add=list(cap_add) if cap_add else None,
+            cap_drop=list(cap_drop) if cap_drop else None,
         )
         try:
             created = self.api.create_container(

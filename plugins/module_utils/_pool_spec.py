@@ -20,7 +20,7 @@ import time
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE, SpecError, check_name
 from ansible_collections.drover.fleet.plugins.module_utils._task_spec import (
-    IMAGE_RE, MIN_MEMORY_MIB, check_environment_size, registry_auth)
+    IMAGE_RE, MIN_MEMORY_MIB, capabilities, check_environment_size, registry_auth)
 
 # GitHub's names: an owner (user or organization) is 1 to 39 letters, digits and single hyphens, neither first
 # nor last; a repository name is 1 to 100 letters, digits, '.', '_' and '-', but not '.' or '..' (both would
@@ -34,7 +34,7 @@ MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
-                                             'pull', 'registry_auth'))
+                                             'pull', 'registry_auth', 'capabilities'))
 PULL_POLICIES = ('missing', 'always', 'never')
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
@@ -84,11 +84,12 @@ def runner_name(spec, slot_index, now):
     return '%s%s-%d-%d' % (host_prefix(spec), spec.profile.name, slot_index + 1, int(now))
 
 
-def _profile(raw):
+def _profile(raw, allow_host_network=False):
     if not isinstance(raw, dict):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
-                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth'})
+                     {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth',
+                      'capabilities'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -108,6 +109,10 @@ def _profile(raw):
     mode = raw.get('network_mode') or 'bridge'
     if mode not in ('bridge', 'host', 'none'):
         raise SpecError('profile.network_mode must be bridge, host or none, got %r' % (mode,))
+    if mode == 'host' and not allow_host_network:
+        raise SpecError('profile.network_mode is host: runner containers (and the jobs in them) would share the '
+                        'host\'s network; this host refuses host-network runners unless allow_host_network is true '
+                        '(role variable drover_allow_host_network)')
     env = raw.get('environment') or {}
     if not isinstance(env, dict) or any(not isinstance(k, str) or '=' in k for k in env):
         raise SpecError('profile.environment must be a mapping of variable names to values')
@@ -119,7 +124,7 @@ def _profile(raw):
     if auth is not None and auth.ecr:
         raise SpecError('profile.registry_auth.ecr is not supported for runner images: give username and password')
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
-                   pull, auth)
+                   pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'))
 
 
 def parse_utc(value, field):
@@ -193,7 +198,8 @@ def pool_spec(params, machine_id):
         raise SpecError('labels may name at most 100 labels')
     if state == 'present' and not params.get('profile'):
         raise SpecError('profile is required with state present: name, image and slots of the runner containers')
-    profile = _profile(params.get('profile')) if state == 'present' or params.get('profile') else None
+    profile = _profile(params.get('profile'), state != 'present' or bool(params.get('allow_host_network'))) \
+        if state == 'present' or params.get('profile') else None
     slots = profile.slots if profile else 0
     warm = params.get('warm')
     warm = 1 if warm is None else warm

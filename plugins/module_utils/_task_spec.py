@@ -51,7 +51,17 @@ PULL_POLICIES = ('missing', 'always', 'never')
 PROTOCOLS = ('tcp', 'udp')
 
 CONTAINER_KEYS = ('name', 'image', 'command', 'entrypoint', 'environment', 'essential', 'cpu', 'memory',
-                  'port_mappings', 'gpu')
+                  'port_mappings', 'gpu', 'capabilities')
+# The Linux capabilities a container may add or drop, as ECS names them (KernelCapabilities in the ECS API).
+CAPABILITIES = ('ALL', 'AUDIT_CONTROL', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH',
+                'FOWNER', 'FSETID', 'IPC_LOCK', 'IPC_OWNER', 'KILL', 'LEASE', 'LINUX_IMMUTABLE', 'MAC_ADMIN',
+                'MAC_OVERRIDE', 'MKNOD', 'NET_ADMIN', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_RAW', 'SETFCAP',
+                'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_CHROOT', 'SYS_MODULE', 'SYS_NICE',
+                'SYS_PACCT', 'SYS_PTRACE', 'SYS_RAWIO', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'SYSLOG',
+                'WAKE_ALARM')
+# Dropped from every container unless its declaration adds it back: with NET_RAW a container on a shared
+# bridge can forge ARP and spoof its neighbours (the host, other tasks) and read their traffic.
+DEFAULT_DROP = ('NET_RAW',)
 
 # ECS task definition keys (as DescribeTaskDefinition returns them) that map onto this collection.
 TD_TASK_KEYS = ('family', 'containerDefinitions', 'networkMode', 'taskRoleArn', 'executionRoleArn')
@@ -60,9 +70,13 @@ TD_METADATA_KEYS = ('taskDefinitionArn', 'revision', 'status', 'registeredAt', '
                     'deregisteredAt', 'requiresAttributes', 'compatibilities', 'requiresCompatibilities',
                     'tags')
 TD_CONTAINER_KEYS = ('name', 'image', 'command', 'entryPoint', 'environment', 'essential', 'cpu', 'memory',
-                     'portMappings', 'resourceRequirements')
+                     'portMappings', 'resourceRequirements', 'linuxParameters')
+# Members of a container definition's linuxParameters that map onto this collection.
+TD_LINUX_KEYS = ('capabilities',)
 
 Container = collections.namedtuple('Container', CONTAINER_KEYS)
+# What a container is created with: cap_add and cap_drop, each a sorted tuple of capability names.
+Capabilities = collections.namedtuple('Capabilities', ('add', 'drop'))
 PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
@@ -175,6 +189,39 @@ def _ports(value, field, network_mode):
     return tuple(out)
 
 
+def _cap_list(value, field):
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of capability names, got %r' % (field, value))
+    for i, name in enumerate(value):
+        if name not in CAPABILITIES:
+            raise SpecError('%s[%d] %r is not a capability name ECS knows (one of %s)'
+                            % (field, i, name, ', '.join(CAPABILITIES)))
+    return tuple(sorted(set(value)))
+
+
+def capabilities(raw, field):
+    """`{add: [...], drop: [...]}` (ECS's KernelCapabilities) to what the container is created with: NET_RAW is
+    dropped unless it is added back (or ALL is added)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise SpecError('%s must be a mapping with add and drop (lists of capability names), got %s'
+                        % (field, type(raw).__name__))
+    unknown = sorted(k for k, v in raw.items() if k not in ('add', 'drop') and v is not None)
+    if unknown:
+        raise SpecError('%s has unsupported keys: %s (supported: add, drop)' % (field, ', '.join(unknown)))
+    add = _cap_list(raw.get('add'), field + '.add')
+    drop = _cap_list(raw.get('drop'), field + '.drop')
+    both = sorted(set(add) & set(drop))
+    if both:
+        raise SpecError('%s: %s is both added and dropped' % (field, ', '.join(both)))
+    if 'ALL' not in add:
+        drop = tuple(sorted(set(drop) | set(c for c in DEFAULT_DROP if c not in add)))
+    return Capabilities(add, drop)
+
+
 def container(raw, field, network_mode):
     """One entry of `containers`, checked and made typed."""
     if not isinstance(raw, dict):
@@ -204,6 +251,7 @@ def container(raw, field, network_mode):
         memory=None if memory is None else _int(memory, field + '.memory', MIN_MEMORY_MIB),
         port_mappings=_ports(raw.get('port_mappings'), field + '.port_mappings', network_mode),
         gpu=0 if gpu is None else _int(gpu, field + '.gpu', 0, 64),
+        capabilities=capabilities(raw.get('capabilities'), field + '.capabilities'),
     )
 
 
@@ -272,6 +320,17 @@ def from_task_definition(td, field='task_definition'):
                     raise SpecError('%s.resourceRequirements[%d]: only {type: GPU, value: N} is supported'
                                     % (where, j))
                 raw['gpu'] = req.get('value')
+        linux = cd.get('linuxParameters')
+        if linux:
+            if not isinstance(linux, dict):
+                raise SpecError('%s.linuxParameters must be a mapping' % where)
+            bad = sorted(k for k, v in linux.items() if k not in TD_LINUX_KEYS and not _empty(v))
+            if bad:
+                raise SpecError('%s.linuxParameters has keys this collection does not support: %s (supported: %s)'
+                                % (where, ', '.join(bad), ', '.join(TD_LINUX_KEYS)))
+            if not _empty(linux.get('capabilities')):
+                capabilities(linux['capabilities'], where + '.linuxParameters.capabilities')
+                raw['capabilities'] = linux['capabilities']
         containers.append(raw)
     return (td.get('family'), td.get('networkMode'), td.get('taskRoleArn'), td.get('executionRoleArn'),
             containers)
@@ -311,10 +370,12 @@ def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:16]
 
 
-def task(raw, field='', defaults=None):
-    """One task declaration (the module's top-level options, or one entry of `tasks`)."""
+def task(raw, field='', defaults=None, allow_host_network=False):
+    """One task declaration (the module's top-level options, or one entry of `tasks`). A running task on the
+    host's network is refused unless `allow_host_network`."""
     prefix = field + '.' if field else ''
     raw = dict(raw)
+    mode_field = prefix + 'network_mode' if raw.get('network_mode') is not None else 'network_mode'
     for key, val in (defaults or {}).items():
         if raw.get(key) is None:
             raw[key] = val
@@ -342,6 +403,7 @@ def task(raw, field='', defaults=None):
                 raise SpecError('%snetwork_mode %r contradicts %stask_definition.networkMode %r'
                                 % (prefix, network_mode, prefix, td_mode))
             network_mode = td_mode
+            mode_field = prefix + 'task_definition.networkMode'
         task_role_arn = task_role_arn or td_role
         execution_role_arn = execution_role_arn or td_exec
     name = _name(name, prefix + 'name')
@@ -404,6 +466,10 @@ def task(raw, field='', defaults=None):
         network = _netns_spec.net_spec(raw['awsvpc'], name, cluster, prefix + 'awsvpc')
     elif raw.get('awsvpc') and network_mode != 'awsvpc':
         raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
+    if network_mode == 'host' and state == 'running' and not allow_host_network:
+        raise SpecError('%s is host: task %s/%s would share the host\'s network (and see every task\'s traffic); '
+                        'this host refuses host-network tasks unless allow_host_network is true '
+                        '(role variable drover_allow_host_network)' % (mode_field, cluster, name))
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
@@ -427,7 +493,7 @@ def task_set(params):
             raise SpecError('purge needs tasks (the whole set of the cluster\'s tasks), not a single name')
         if single.get('name') is None and single.get('task_definition') is None:
             raise SpecError('name (or task_definition with a family) is required when tasks is not given')
-        return [task(single)], None
+        return [task(single, allow_host_network=bool(params.get('allow_host_network')))], None
     given = sorted(k for k in ('name', 'containers', 'task_definition', 'stop_reason') if params.get(k) is not None)
     if given:
         raise SpecError('tasks is mutually exclusive with %s: declare those inside each entry of tasks'
@@ -444,7 +510,7 @@ def task_set(params):
         if unknown:
             raise SpecError('%s has unsupported keys: %s (supported: %s)'
                             % (field, ', '.join(unknown), ', '.join(TASK_OPTION_KEYS)))
-        spec = task(raw, field, defaults)
+        spec = task(raw, field, defaults, bool(params.get('allow_host_network')))
         key = (spec.cluster, spec.name)
         other = chosen.get(key)
         if other is None:

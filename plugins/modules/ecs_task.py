@@ -129,13 +129,32 @@ options:
             O(gpu_strict) is set.
         type: int
         default: 0
+      capabilities:
+        description:
+          - Linux capabilities given to or taken from the engine's default set, as ECS's
+            C(linuxParameters.capabilities) does, with ECS's names (V(NET_RAW), V(SYS_PTRACE), V(ALL)...).
+          - Every container runs B(without) C(NET_RAW) (no raw or packet sockets, so no forged ARP or sniffing
+            of the other containers on the bridge) unless O(containers[].capabilities.add) names it (or V(ALL)).
+            C(ping) in a container needs it back, or an image whose C(ping) uses ICMP datagram sockets.
+          - A change replaces the task's containers.
+        type: dict
+        suboptions:
+          add:
+            description: Capabilities added (Docker's C(--cap-add)).
+            type: list
+            elements: str
+          drop:
+            description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
+            type: list
+            elements: str
   task_definition:
     description:
       - An ECS task definition as AWS returns it (C(aws ecs describe-task-definition) output's
         C(taskDefinition)), accepted instead of O(containers).
       - Supported keys are C(family), C(containerDefinitions) (C(name), C(image), C(command), C(entryPoint),
         C(environment), C(essential), C(cpu), C(memory), C(portMappings), C(resourceRequirements) of type
-        C(GPU)), C(networkMode), C(taskRoleArn), C(executionRoleArn). Keys that only describe a registered
+        C(GPU), C(linuxParameters) with C(capabilities) (C(add), C(drop)) only, as O(containers[].capabilities)),
+        C(networkMode), C(taskRoleArn), C(executionRoleArn). Keys that only describe a registered
         definition (C(taskDefinitionArn), C(revision), C(status), C(registeredAt), C(registeredBy),
         C(requiresAttributes), C(compatibilities), C(requiresCompatibilities), C(tags)) are accepted and
         ask for nothing.
@@ -144,6 +163,9 @@ options:
   network_mode:
     description:
       - The task's network. V(bridge) (the default), V(host) and V(none) are Docker's own.
+      - V(host) (or C(networkMode) C(host) in O(task_definition)) is refused before anything changes unless
+        O(allow_host_network) is set, since a task on the host's network sees the traffic of every task on the
+        host.
       - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
         M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
         is torn down on every path that ends the task. The namespace, its credential link and /30 are the
@@ -293,6 +315,13 @@ options:
     description: Make a short GPU ledger fail the task's start (C(container start failed)) instead of running without GPUs.
     type: bool
     default: false
+  allow_host_network:
+    description:
+      - The host's policy for O(network_mode=host). Unset, a task declared to run on the host's network is
+        refused (the message names the field) and nothing changes; stopping or removing one is always allowed.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: bool
+    default: false
   tasks:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
@@ -308,6 +337,8 @@ options:
     default: false
 notes:
   - Registry passwords are never written to the module's output, the store, a label or a log.
+  - Containers run without the C(NET_RAW) capability unless they add it back (O(containers[].capabilities)); the
+    netns holder of an awsvpc task runs without it too.
 seealso:
   - module: drover.fleet.ecs_task_info
 '''
@@ -474,6 +505,10 @@ CONTAINER_OPTIONS = dict(
     memory=dict(type='int'),
     port_mappings=dict(type='list', elements='dict', options=PORT_OPTIONS),
     gpu=dict(type='int', default=0),
+    capabilities=dict(type='dict', options=dict(
+        add=dict(type='list', elements='str'),
+        drop=dict(type='list', elements='str'),
+    )),
 )
 
 
@@ -516,6 +551,7 @@ def main():
         gpu_devices=dict(type='list', elements='str'),
         gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
         gpu_strict=dict(type='bool', default=False),
+        allow_host_network=dict(type='bool', default=False),
     )
     argument_spec.update(host_args())
     module = make_module(

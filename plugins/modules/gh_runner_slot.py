@@ -122,7 +122,10 @@ options:
         type: int
         required: true
       network_mode:
-        description: The runner containers' network.
+        description:
+          - The runner containers' network.
+          - V(host) is refused before anything changes unless O(allow_host_network) is set, since a runner (and any
+            job in it) on the host's network sees the traffic of every task and runner on the host.
         type: str
         choices: [bridge, host, none]
         default: bridge
@@ -154,6 +157,22 @@ options:
             description: The password or token. Never logged or returned.
             type: str
             required: true
+      capabilities:
+        description:
+          - Linux capabilities given to or taken from the engine's default set, with ECS's names (V(NET_RAW),
+            V(SYS_PTRACE), V(ALL)...).
+          - Runner containers run B(without) C(NET_RAW) (no raw or packet sockets, so no forged ARP or sniffing on the
+            bridge by a job) unless O(profile.capabilities.add) names it (or V(ALL)).
+        type: dict
+        suboptions:
+          add:
+            description: Capabilities added (Docker's C(--cap-add)).
+            type: list
+            elements: str
+          drop:
+            description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
+            type: list
+            elements: str
   warm:
     description: Idle runners kept ready for jobs not queued yet (with O(scale=queued)).
     type: int
@@ -217,6 +236,14 @@ options:
     description: Seconds to wait for any one GitHub answer.
     type: int
     default: 15
+  allow_host_network:
+    description:
+      - The host's policy for O(profile.network_mode=host). Unset, a pool whose profile runs on the host's network
+        is refused with O(state=present) (the message names the field) and nothing changes; draining one is
+        always allowed.
+      - The call's own option, for every pool of O(pools); not an option of an entry.
+    type: bool
+    default: false
 seealso:
   - module: drover.fleet.gh_runner_info
 '''
@@ -381,6 +408,10 @@ POOL_OPTIONS = dict(
             username=dict(type='str', required=True),
             password=dict(type='str', required=True, no_log=True),
         )),
+        capabilities=dict(type='dict', options=dict(
+            add=dict(type='list', elements='str'),
+            drop=dict(type='list', elements='str'),
+        )),
     )),
     warm=dict(type='int'),
     scale=dict(type='str', choices=['queued', 'fixed']),
@@ -425,6 +456,7 @@ def main():
     argument_spec.update(
         pools=dict(type='list', elements='dict'),
         purge=dict(type='bool', default=False),
+        allow_host_network=dict(type='bool', default=False),
     )
     argument_spec.update(host_args())
     module = make_module(

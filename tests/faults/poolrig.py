@@ -37,6 +37,7 @@ class PoolRig:
         self.args = dict({
             'store_path': self.store_path, 'api_url': self.standin.url, 'token': token,
             'machine_id': 'k' + self.tag, 'labels': ['self-hosted', 'linux'], 'scale': 'fixed',
+            'allow_host_network': True,
             'pools': [{'pool': self.pool(p), 'repository': self.repos[p],
                        'profile': {'name': 'k' + p, 'image': RUNNER_IMAGE, 'slots': 2, 'network_mode': 'host',
                                    'memory': 64, 'environment': {'DROVER_POLL_SECONDS': '30'}}} for p in 'ab']},

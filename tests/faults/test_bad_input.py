@@ -71,6 +71,13 @@ TABLE = [
     ('ecs_task', {'tasks': ['web']}, ('tasks',)),
     # ecs_task: networks, roles, registries, GPUs
     ('ecs_task', task(network_mode='awsvpc'), ('awsvpc',)),
+    ('ecs_task', task(network_mode='host'), ('network_mode is host', 'allow_host_network')),
+    ('ecs_task', {'task_definition': {'family': 'badtask', 'networkMode': 'host', 'containerDefinitions': [box()]}},
+     ('task_definition.networkMode is host', 'allow_host_network')),
+    ('ecs_task', task(containers=[box(capabilities={'add': ['NET_PWN']})]), ('containers[0].capabilities.add[0]',)),
+    ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
+        dict(box(), linuxParameters={'capabilities': {'add': ['NET_RAW']}, 'privileged': True})]}},
+     ('linuxParameters', 'privileged')),
     ('ecs_task', task(network_mode='awsvpc', awsvpc={'eni_mac': 'nope', 'address': '198.18.9.2/24'}), ('eni_mac',)),
     ('ecs_task', task(network_mode='awsvpc', awsvpc={'eni_mac': MAC, 'address': '198.18.9.2'}), ('address',)),
     ('ecs_task', task(network_mode='awsvpc', awsvpc={'eni_mac': MAC, 'address': '198.18.9.2/24', 'dhcp': True}),
@@ -133,6 +140,10 @@ TABLE = [
     ('gh_runner_slot', pool(machine_id='web-2'), ('machine_id',)),
     ('gh_runner_slot', pool(profile={'name': 'p', 'image': 'drover.local/runner:1', 'slots': 1,
                                      'environment': {'BIG': 'x' * 70000}}), ('profile.environment', 'at most 65536')),
+    ('gh_runner_slot', pool(profile={'name': 'p', 'image': 'drover.local/runner:1', 'slots': 1, 'network_mode': 'host'}),
+     ('profile.network_mode is host', 'allow_host_network')),
+    ('gh_runner_slot', pool(profile={'name': 'p', 'image': 'drover.local/runner:1', 'slots': 1,
+                                     'capabilities': {'drop': ['RAW']}}), ('profile.capabilities.drop[0]',)),
 ]
 
 
@@ -208,7 +219,7 @@ ANYTHING = st.recursive(
 TASK_FIELDS = ['name', 'network_mode', 'restart', 'pull', 'state', 'stop_reason', 'task_role_arn', 'cred_id',
                'containers', 'task_definition', 'awsvpc', 'registry_auth']
 CONTAINER_FIELDS = ['name', 'image', 'command', 'entrypoint', 'environment', 'essential', 'cpu', 'memory',
-                    'port_mappings', 'gpu']
+                    'port_mappings', 'gpu', 'capabilities']
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -140,6 +140,9 @@ CONVERGE_CASES = [
     ('task-awsvpc-without-eni', {'drover_tasks': task(network_mode='awsvpc', awsvpc={})}, ['eni_mac']),
     ('task-two-containers-one-name', {'drover_tasks': task(containers=[box(), box()])}, ['main']),
     ('task-gpu-negative', {'drover_tasks': task(containers=[box(gpu=-1)])}, ['gpu']),
+    ('task-host-network-not-allowed', {'drover_tasks': task(network_mode='host')},
+     ['network_mode is host', 'drover_allow_host_network']),
+    ('allow-host-network-not-a-bool', {'drover_allow_host_network': 'perhaps'}, ['drover_allow_host_network']),
 ]
 POOL_CASES = [
     ('pools-not-a-list', {'drover_pools': 'bad'}, ['drover_pools']),
@@ -151,6 +154,8 @@ POOL_CASES = [
     ('pool-without-labels', {'drover_pools': [dict(POOL, labels=[])]}, ['labels']),
     ('pool-repository-and-org', {'drover_pools': [dict(POOL, organization='octo')]}, ['organization']),
     ('pool-slots-zero', {'drover_pools': [dict(POOL, profile=dict(POOL['profile'], slots=0))]}, ['slots']),
+    ('pool-host-network-not-allowed', {'drover_pools': [dict(POOL, profile=dict(POOL['profile'], network_mode='host'))]},
+     ['profile.network_mode is host', 'drover_allow_host_network']),
 ]
 HOST_CASES = [
     ('host-engine-not-a-bool', {'drover_host_install_engine': 'perhaps'}, ['drover_host_install_engine']),

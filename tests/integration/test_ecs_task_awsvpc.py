@@ -25,7 +25,8 @@ def test_awsvpc_task_in_four_steps(engine, cluster, converge, fake_eni, store_pa
     task = 'vpc' + cluster
     args = dict(name=task, network_mode='awsvpc', awsvpc=awsvpc(eni),
                 containers=[container('main', ['sh', '-c', 'ip addr > /tmp/addr; ping -c1 -W2 %s > /tmp/ping; '
-                                                           'sleep 3600' % eni.gateway]),
+                                                           'sleep 3600' % eni.gateway],
+                                      capabilities={'add': ['NET_RAW']}),   # busybox ping needs raw sockets
                             container('side')])
     check = converge(check=True, **args)
     assert check['changed'] and check['task']['last_status'] == 'PENDING'

@@ -34,7 +34,7 @@ def pools(module_runner, store_path, standin, pool_name, engine):
 
     def run(entries, check=False, **args):
         params = dict(labels=['self-hosted', 'linux'], api_url=standin.url, store_path=store_path,
-                      machine_id='mid' + pool_name, token=TOKEN,
+                      machine_id='mid' + pool_name, token=TOKEN, allow_host_network=True,
                       profile=dict(name='small', image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64,
                                    environment={'DROVER_JOB_SECONDS': '1'}))
         params['pools'] = []
@@ -169,7 +169,7 @@ def test_two_stores_on_one_engine_keep_their_own_runners(engine, standin, module
     adopts and drains only the runners it started (label drover.store)."""
     def run(store, mid, pools, **args):
         params = dict(api_url=standin.url, token=TOKEN, store_path=str(tmp_path / store / 'store.db'),
-                      machine_id=mid, purge=True, pools=pools, labels=['self-hosted', 'linux'])
+                      machine_id=mid, purge=True, pools=pools, labels=['self-hosted', 'linux'], allow_host_network=True)
         params.update(args)
         return module_runner('gh_runner_slot', params)
 

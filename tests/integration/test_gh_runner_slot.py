@@ -29,6 +29,7 @@ def pool(module_runner, store_path, standin, pool_name):
     def run(check=False, env=None, profile=None, **args):
         params = dict(pool=pool_name, labels=['self-hosted', 'linux', 'drover'], token=TOKEN,
                       api_url=standin.url, store_path=store_path, machine_id='mid' + pool_name, warm=1,
+                      allow_host_network=True,
                       profile=dict(name='small', image=RUNNER_IMAGE, slots=2, network_mode='host', memory=64,
                                    environment=dict({'DROVER_JOB_SECONDS': '1'}, **(env or {}))))
         params['profile'].update(profile or {})
@@ -315,7 +316,7 @@ def test_github_app_auth_on_enterprise_server(engine, module_runner, store_path,
         server.add_repo(REPO)
         params = dict(pool=pool_name, repository=REPO, labels=['linux'], api_url=server.url, app_id=4242,
                       installation_id=777, app_private_key=private, store_path=store_path, machine_id='app',
-                      profile=dict(name='small', image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64))
+                      allow_host_network=True, profile=dict(name='small', image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64))
         r = module_runner('gh_runner_slot', params)
         assert not r.failed and len(r['started']) == 1, (r.get('msg'), warnings_of(r))
         assert [c['path'] for c in server.calls(method='POST') if c['path'].endswith('/app/installations/777/access_tokens')]
@@ -348,7 +349,7 @@ def test_two_pools_on_one_host_keep_each_others_runners(engine, standin, module_
     try:
         for profile in ('alpha', 'beta'):
             params = dict(pool=pool_name + profile, repository=REPO, labels=['linux'], token=TOKEN,
-                          api_url=standin.url, store_path=store_path, machine_id='shared',
+                          api_url=standin.url, store_path=store_path, machine_id='shared', allow_host_network=True,
                           profile=dict(name=profile, image=RUNNER_IMAGE, slots=1, network_mode='host', memory=64))
             names[profile] = (params, module_runner('gh_runner_slot', params)['started'][0])
         for params, name in names.values():

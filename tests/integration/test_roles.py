@@ -129,7 +129,8 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     pool = {'pool': pool_name, 'repository': REPO, 'labels': ['self-hosted', 'linux', 'drover'], 'warm': 1,
             'profile': {'name': 'small', 'image': RUNNER_IMAGE, 'slots': 2, 'network_mode': 'host', 'memory': 64,
                         'environment': {'DROVER_JOB_SECONDS': '1'}}}
-    declared = dict(converge_vars, drover_tasks=[], drover_pools=[pool], drover_pools_defaults=auth)
+    declared = dict(converge_vars, drover_tasks=[], drover_pools=[pool], drover_pools_defaults=auth,
+                    drover_allow_host_network=True)
     holds = tmp_path / 'controller' / 'fleet-holds.json'
     holds.parent.mkdir()
     until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
