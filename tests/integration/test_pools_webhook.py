@@ -214,10 +214,28 @@ def test_no_start_without_a_good_secret(tmp_path, variables):
     inventory = tmp_path / 'inventory.yml'
     inventory.write_text(json.dumps({'all': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}))
     env = ansible_env(tmp_path, {'PATH': BIN + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin')})
-    done = subprocess.run([ANSIBLE_RULEBOOK, '-i', str(inventory), '-r', 'drover.fleet.pools_webhook', '--vars', str(path)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
-    out = done.stdout + done.stderr
+    log = tmp_path / 'rulebook.log'
+    with open(str(log), 'wb') as handle:
+        proc = subprocess.Popen([ANSIBLE_RULEBOOK, '-i', str(inventory), '-r', 'drover.fleet.pools_webhook', '--vars', str(path)],
+                                cwd=str(tmp_path), env=env, stdout=handle, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def listening():
+        try:
+            with socket.create_connection(('127.0.0.1', port), timeout=1):
+                return True
+        except OSError:
+            return False
+    try:
+        # it exits; it must never listen (a webhook with a weak secret or none)
+        wait_for(lambda: proc.poll() is not None or listening(), timeout=180, step=0.5)
+        heard = listening()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    out = log.read_text(errors='replace')
     look(out, 'ansible-rulebook output')
-    assert done.returncode != 0, out[-4000:]
+    assert not heard and proc.returncode != 0, out[-4000:]
     name = 'drover_webhook_secret_shorter_than_16_characters' if variables else 'drover_webhook_secret'
     assert "'%s' is undefined" % name in out, out[-4000:]
