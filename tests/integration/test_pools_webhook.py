@@ -54,7 +54,12 @@ class Rulebook(object):
         variables.write_text(json.dumps({'drover_webhook_secret': secret, 'drover_webhook_port': self.port}))
         os.chmod(str(variables), 0o600)
         self.log = tmp_path / 'rulebook.log'
-        env = ansible_env(tmp_path, {'PATH': BIN + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin')})
+        # Each run_playbook works in a private directory (a copy of the inventory, the run's artifacts) that
+        # ansible-rulebook removes after the run: under tmp_path, so that one left behind is swept too.
+        self.runs = tmp_path / 'rulebook-tmp'
+        self.runs.mkdir()
+        env = ansible_env(tmp_path, {'PATH': BIN + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'),
+                                     'TMPDIR': str(self.runs)})
         with open(str(self.log), 'wb') as out:
             self.proc = subprocess.Popen(
                 [ANSIBLE_RULEBOOK, '-i', str(inventory), '-r', 'drover.fleet.pools_webhook', '--vars', str(variables)],
@@ -95,6 +100,13 @@ class Rulebook(object):
             return exc.code, exc.read().decode()
 
     def stop(self):
+        try:
+            # the last run's directory is removed just after its output: wait for it before stopping
+            wait_for(lambda: not list(self.runs.glob('eda*')), timeout=60, step=0.2)
+        finally:
+            self._stop()
+
+    def _stop(self):
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -149,6 +161,7 @@ def rulebook(engine, tmp_path, standin, pool_name):
     yield book
     book.stop()
     assert standin.test_token not in book.output()
+    assert list(book.runs.iterdir()) == []          # every run's directory, with its copy of the inventory, removed
 
 
 def test_signed_delivery_starts_a_runner_at_once_unsigned_and_wrongly_signed_refused(
