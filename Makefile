@@ -91,7 +91,7 @@ changelog: venv
 	$(VENV)/bin/antsibull-changelog lint
 
 lint: venv collection
-	$(VENV)/bin/ansible-lint --offline --nocolor roles/ playbooks/ awx/
+	$(VENV)/bin/ansible-lint --offline --nocolor roles/ playbooks/ awx/ extensions/eda/
 
 molecule: setup
 	$(VENV)/bin/molecule test -s tasks

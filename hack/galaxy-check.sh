@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The collection as users get it: `ansible-galaxy collection build` makes the tarball, `ansible-galaxy
 # collection install` takes it into an empty collections path, and the installed collection's playbooks run by
-# their FQCN from there (not from this tree): drover.fleet.converge and drover.fleet.reconcile on this host,
+# their FQCN from there (not from this tree): drover.fleet.converge, drover.fleet.pools and drover.fleet.reconcile on this host,
 # with a cluster and a store of their own and nothing declared, twice each (the second changes nothing).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +15,8 @@ size=$(stat -c %s "$tarball")
 [ "$size" -lt 5000000 ] || { echo "galaxy: $tarball is $size bytes: build_ignore misses something" >&2; exit 1; }
 ANSIBLE_COLLECTIONS_PATH=$work/collections "$venv/bin/ansible-galaxy" collection install --offline -p "$work/collections" "$tarball" >/dev/null
 installed=$work/collections/ansible_collections/drover/fleet
-test -f "$installed/MANIFEST.json" && test -f "$installed/playbooks/reconcile.yml"
+test -f "$installed/MANIFEST.json" && test -f "$installed/playbooks/reconcile.yml" && test -f "$installed/playbooks/pools.yml"
+test -f "$installed/extensions/eda/rulebooks/pools_webhook.yml"
 echo "galaxy: built $(basename "$tarball") ($size bytes), installed into $work/collections"
 
 cat > "$work/inventory.yml" <<INV
@@ -32,7 +33,7 @@ export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_LOCALHOST_WARNING=fals
 # Only the installed copy is on the collections path (this tree is not, nor next to the playbooks).
 where=$("$venv/bin/ansible-galaxy" collection list drover.fleet 2>/dev/null | awk '/^# /{print $2}')
 [ "$where" = "$work/collections/ansible_collections" ] || { echo "galaxy: drover.fleet found in '$where'" >&2; exit 1; }
-for book in drover.fleet.converge drover.fleet.converge drover.fleet.reconcile drover.fleet.reconcile; do
+for book in drover.fleet.converge drover.fleet.converge drover.fleet.pools drover.fleet.reconcile drover.fleet.reconcile; do
   out=$("$venv/bin/ansible-playbook" -i "$work/inventory.yml" "$book" 2>&1) || { echo "$out" >&2; exit 1; }
   recap=$(grep -E '^localhost +:' <<<"$out")
   echo "galaxy: $book -> $recap" | tr -s ' '
