@@ -149,6 +149,7 @@ def rulebook(engine, tmp_path, standin, pool_name):
         'ansible_connection': 'local',
         'ansible_python_interpreter': sys.executable,
         'drover_store_path': str(tmp_path / 'state' / 'store.db'),
+        'drover_allow_host_network': True,          # the runners reach the stand-in on the host's loopback
         'drover_pools_defaults': {'api_url': standin.url, 'token': standin.test_token, 'machine_id': 'mid' + pool_name},
         'drover_pools': [{'pool': pool_name, 'repository': REPO, 'labels': LABELS, 'warm': 0,
                           'profile': {'name': 'small', 'image': RUNNER_IMAGE, 'slots': 4, 'network_mode': 'host',
