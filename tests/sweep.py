@@ -179,7 +179,11 @@ class SyslogTap:
     # -- the session --
 
     def start(self):
-        fd = self._locked()
+        try:
+            fd = self._locked()
+        except OSError as exc:
+            self.mode = 'none: cannot use %s (%s)' % (self.relay, os.strerror(exc.errno))
+            return
         try:
             self._settle()
         finally:
@@ -231,6 +235,21 @@ class SyslogTap:
                 if exc.errno in (errno.EAGAIN, errno.ENOBUFS):
                     self.dropped += 1
 
+    def _sweep_relay(self):
+        """Under the lock: remove what sessions that were killed left in the relay directory."""
+        for name in os.listdir(self.relay):
+            path = os.path.join(self.relay, name)
+            if name == 'owner' and self._owner() is None:
+                pass
+            elif name.endswith('.sock') and name.split('-', 1)[0].isdigit() and not _alive(int(name.split('-', 1)[0])):
+                pass
+            else:
+                continue
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
     def mark(self):
         """Where the lines received from now on begin (see since)."""
         with self.lock:
@@ -244,6 +263,8 @@ class SyslogTap:
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(5)
+        if self.sock is None and self.mine is None:
+            return
         fd = self._locked()
         try:
             if self.mode == 'own':
@@ -265,6 +286,8 @@ class SyslogTap:
                     pass
             if self.sock is not None:
                 self.sock.close()
+                self.sock = None
+            self._sweep_relay()
             try:
                 os.rmdir(self.relay)     # the last session on the host: nothing left behind
             except OSError:

@@ -611,7 +611,7 @@ class CallbackModule(CallbackBase):
         except (OSError, IOError) as exc:
             self._log_broken = True
             self._warn('%s: cannot write the event log %s (%s); no further event is logged in this run'
-                                  % (PLUGIN, path, describe(exc)))
+                       % (PLUGIN, path, describe(exc)))
 
     def _warn_webhook(self):
         hook = self.webhook
@@ -619,8 +619,8 @@ class CallbackModule(CallbackBase):
             return
         self._webhook_warned = True
         self._warn('%s: %d events in a row could not be sent to the webhook at %s (last error: %s); '
-                              'no further event is sent to it in this run'
-                              % (PLUGIN, hook.streak, where(hook.url), hook.last_error))
+                   'no further event is sent to it in this run'
+                   % (PLUGIN, hook.streak, where(hook.url), hook.last_error))
 
     # -- the end of the run --
 
@@ -654,7 +654,7 @@ class CallbackModule(CallbackBase):
                         existing = json.loads(to_text(handle.read()))
                 except (OSError, IOError, ValueError) as exc:
                     self._warn('%s: the fleet hold file %s cannot be read (%s); it is written anew'
-                                          % (PLUGIN, path, describe(exc)))
+                               % (PLUGIN, path, describe(exc)))
                 if not isinstance(existing, dict):
                     existing = {}
             merged = merge_holds(existing, self.fleet, now)
@@ -693,7 +693,7 @@ class CallbackModule(CallbackBase):
             problems.append('%d were still queued after %ss' % (left, self.get_option('webhook_drain_timeout')))
         if problems:
             self._warn('%s: of the events for the webhook at %s, %s; they were not sent'
-                                  % (PLUGIN, where(hook.url), '; '.join(problems)))
+                       % (PLUGIN, where(hook.url), '; '.join(problems)))
 
     def _recap(self):
         lines = []

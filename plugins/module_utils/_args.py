@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule, _load_params, missing_required_lib
+from ansible.module_utils import basic
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.validation import check_type_dict
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import HAS_DOCKER, DOCKER_IMPORT_ERROR
@@ -139,7 +140,8 @@ def make_module(entries=(), **kwargs):
     let through for that check to refuse, and the arguments are then not logged at all (a misspelt secret
     would be in clear)."""
     spec = kwargs.get('argument_spec') or {}
-    params = _load_params()
+    params = basic._load_params()
+    params = params if isinstance(params, dict) else {}
     bad = not_mappings(spec, params)
     if bad:
         _fail(spec, bad)
