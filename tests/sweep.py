@@ -38,11 +38,13 @@ ENGINE_LOG = os.environ.get('DROVER_ENGINE_LOG', '/var/log/drover-dockerd.log')
 MIN_LENGTH = 12              # shorter strings are not unique enough to search for
 DEV_LOG = '/dev/log'         # where syslog(3) sends
 # The sessions running at once on the host share one listener on /dev/log: the one that bound it forwards
-# every datagram to the socket each other session binds in this directory (tmpfs), and when it ends, one of
-# them takes /dev/log over. The directory is flock'ed while a session decides, and removed by the last one.
+# every datagram to the socket each other session binds in this directory (tmpfs), and when it ends, it hands
+# its socket on /dev/log to one of them (SCM_RIGHTS: not a datagram lost); one of them takes /dev/log over if
+# it was killed. The directory is flock'ed while a session decides, and removed by the last one.
 RELAY = '/run/drover-sweep-syslog'
 JOURNAL_SOCKET = '/run/systemd/journal/socket'   # journald runs
 DATAGRAM_MAX = 1 << 20
+HANDOVER = b'drover-sweep: /dev/log handed over'
 
 
 def _alive(pid):
@@ -197,26 +199,60 @@ class SyslogTap:
         try:
             while not self.stopping.is_set():
                 try:
-                    data = self.sock.recv(DATAGRAM_MAX)
+                    self._take(out, *socket.recv_fds(self.sock, DATAGRAM_MAX, 1)[:2])
                 except socket.timeout:
                     if self.mode == 'shared' and self._owner() is None:
-                        fd = self._locked()      # the listening session ended: take /dev/log over
+                        fd = self._locked()      # the listening session was killed: take /dev/log over
                         try:
                             if self._owner() is None:
                                 self._settle()
                         finally:
                             os.close(fd)
-                    continue
                 except OSError:
                     if self.stopping.is_set():
                         break
                     raise
-                with self.lock:
-                    self.lines.append(data.decode('utf-8', 'replace'))
-                if self.mode == 'own':
-                    self._forward(out, data)
         finally:
             out.close()
+
+    def _take(self, out, data, fds):
+        """One datagram received; or the listening socket on /dev/log, handed over by the session that ends."""
+        if fds:
+            if data == HANDOVER and self.mine is not None:
+                self._use(socket.socket(fileno=fds.pop(0)))
+                self.inode = os.stat(self.path).st_ino
+                os.unlink(self.mine)
+                self.mine = None
+                self.mode = 'own'
+            for extra in fds:
+                os.close(extra)
+            return
+        with self.lock:
+            self.lines.append(data.decode('utf-8', 'replace'))
+        if self.mode == 'own':
+            self._forward(out, data)
+
+    def _hand_over(self):
+        """Under the lock: pass the socket on /dev/log to another session that listens, so not a datagram is
+        lost; False when there is none."""
+        for name in sorted(os.listdir(self.relay)):
+            path = os.path.join(self.relay, name)
+            pid = name.split('-', 1)[0]
+            if not name.endswith('.sock') or path == self.mine or not pid.isdigit() or not _alive(int(pid)):
+                continue
+            with open(self.owner_file + '.new', 'w') as handle:
+                handle.write('%s %d\n' % (pid, self.inode))
+            os.replace(self.owner_file + '.new', self.owner_file)
+            out = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                out.connect(path)
+                socket.send_fds(out, [HANDOVER], [self.sock.fileno()])
+                return True
+            except OSError:
+                continue
+            finally:
+                out.close()
+        return False
 
     def _forward(self, out, data):
         try:
@@ -263,11 +299,23 @@ class SyslogTap:
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(5)
-        if self.sock is None and self.mine is None:
+        if self.sock is None:
             return
         fd = self._locked()
         try:
-            if self.mode == 'own':
+            # What is still queued (a hand-over included: then this session hands /dev/log on in turn).
+            self.sock.setblocking(False)
+            out = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                while True:
+                    try:
+                        self._take(out, *socket.recv_fds(self.sock, DATAGRAM_MAX, 1)[:2])
+                    except (BlockingIOError, socket.timeout):
+                        break
+                    self.sock.setblocking(False)
+            finally:
+                out.close()
+            if self.mode == 'own' and not self._hand_over():
                 try:
                     if os.stat(self.path).st_ino == self.inode:
                         os.unlink(self.path)
@@ -284,9 +332,9 @@ class SyslogTap:
                     os.unlink(self.mine)
                 except OSError:
                     pass
-            if self.sock is not None:
-                self.sock.close()
-                self.sock = None
+                self.mine = None
+            self.sock.close()
+            self.sock = None
             self._sweep_relay()
             try:
                 os.rmdir(self.relay)     # the last session on the host: nothing left behind

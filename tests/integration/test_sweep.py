@@ -90,8 +90,9 @@ def test_the_sweep_finds_a_secret_sent_to_syslog():
 
 
 def test_syslog_listeners_of_sessions_at_once_share_and_hand_over(tmp_path):
-    # Two sessions at once, on a socket path of the test's own (not /dev/log): the first listens and forwards,
-    # the second receives through the relay and takes over when the first ends; the last leaves nothing.
+    # Sessions at once, on a socket path of the test's own (not /dev/log): the first listens and forwards, the
+    # second receives through the relay and gets the listening socket when the first ends; the last leaves
+    # nothing.
     from sweep import SyslogTap
     path, relay = str(tmp_path / 'log'), str(tmp_path / 'relay')
     first, second = SyslogTap(path, relay), SyslogTap(path, relay)
@@ -102,11 +103,17 @@ def test_syslog_listeners_of_sessions_at_once_share_and_hand_over(tmp_path):
         assert (first.mode, second.mode) == ('own', 'shared')
         sender.sendto(b'<14>one', path)
         wait_for(lambda: second.since(0) == ['<14>one'] and first.since(0) == ['<14>one'], timeout=5)
-        first.stop()
-        assert not os.path.exists(path) or second.mode == 'own'
-        wait_for(lambda: second.mode == 'own', timeout=5)
+        first.stop()                 # hands its socket on /dev/log over: nothing sent meanwhile is lost
         sender.sendto(b'<14>two', path)
         wait_for(lambda: second.since(0) == ['<14>one', '<14>two'], timeout=5)
+        assert second.mode == 'own' and first.since(0) == ['<14>one']
+        third = SyslogTap(path, relay)
+        third.start()                # a third session, to which the second hands over in turn
+        assert third.mode == 'shared'
+        second.stop()
+        sender.sendto(b'<14>three', path)
+        wait_for(lambda: third.since(0) == ['<14>three'], timeout=5)
+        third.stop()
     finally:
         sender.close()
         first.stop()
@@ -116,10 +123,10 @@ def test_syslog_listeners_of_sessions_at_once_share_and_hand_over(tmp_path):
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     stale.bind(path)
     stale.close()
-    third = SyslogTap(path, relay)
-    third.start()
-    third.stop()
-    assert third.mode.startswith('none') and os.path.exists(path)
+    fourth = SyslogTap(path, relay)
+    fourth.start()
+    fourth.stop()
+    assert fourth.mode.startswith('none') and os.path.exists(path)
     os.unlink(path)
 
 
