@@ -43,6 +43,7 @@ def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argumen
     if factory is not None and getattr(factory, '_basetemp', None) is not None:
         SWEEP.files(str(factory.getbasetemp()))
     SWEEP.engine_log()
+    SWEEP.logs()
     if SWEEP.hits:
         session.exitstatus = 1
 

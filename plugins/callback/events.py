@@ -34,6 +34,10 @@ description:
     C(pools) results), and the pools held, with the time their hold ends. Under each host, one line per task
     run that stopped in this run (C(task.stopped)), with its reason and what became of the task (running
     again, held back, stays stopped), and one per runner that ended (C(runner.ended)).
+  - Every recap line and every warning of the plugin is printed on one line as it is, but for control, format
+    and line-separator characters and the backslash, which are written escaped as in a Python string literal
+    (a newline as C(\n)). A stop reason, a runner name or an error from a container, a task or GitHub cannot
+    print a line of its own.
   - A repository (the pool's C(owner)) whose pools are held on at least O(fleet_hold_threshold) hosts at the
     end of one run is held fleet-wide. One C(fleet.held) event is written for it, and the controller-side
     state file O(fleet_state_path) records it until the latest of those holds ends, for the reconcile
@@ -158,6 +162,7 @@ import queue
 import tempfile
 import threading
 import time
+import unicodedata
 import uuid
 from urllib.parse import urlsplit
 
@@ -179,6 +184,10 @@ POLL = 0.1              # how often the webhook thread looks for the end of the 
 MAX_DEPTH = 16          # nesting kept when an event is copied
 SLOT_STATES = ('busy', 'idle', 'free', 'starting')
 ISO_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+# Unicode categories never printed as they are in a recap line or a warning: control (newline, escape...),
+# format (bidirectional overrides...), surrogates, line and paragraph separators.
+UNPRINTED = frozenset(('Cc', 'Cf', 'Cs', 'Zl', 'Zp'))
+SHORT_ESCAPES = {'\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t'}
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -203,6 +212,22 @@ def parse_iso(text):
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     return parsed.timestamp()
+
+
+def escaped(text):
+    """Pure: `text` with every control, format and line-separator character (and the backslash) written as
+    Python writes it in a string literal (a newline as the two characters \\n): a name, reason or error
+    that came from a container, a task or GitHub prints on one line and cannot forge another."""
+    out = []
+    for char in to_text(text):
+        if char in SHORT_ESCAPES:
+            out.append(SHORT_ESCAPES[char])
+        elif unicodedata.category(char) in UNPRINTED:
+            code = ord(char)
+            out.append('\\x%02x' % code if code < 0x100 else '\\u%04x' % code if code < 0x10000 else '\\U%08x' % code)
+        else:
+            out.append(char)
+    return ''.join(out)
 
 
 def plain(value, depth=0):
@@ -497,8 +522,12 @@ class CallbackModule(CallbackBase):
         try:
             func(*args)
         except Exception as exc:  # pylint: disable=broad-except
-            self._display.warning('%s: %s' % (PLUGIN, describe(exc)))
+            self._warn('%s: %s' % (PLUGIN, describe(exc)))
         self._warn_webhook()
+
+    def _warn(self, text):
+        """A warning, on one line whatever an error or a path in it holds."""
+        self._display.warning(escaped(text))
 
     def _host(self, name):
         return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': []})
@@ -584,17 +613,17 @@ class CallbackModule(CallbackBase):
             self.events_written += len(events)
         except (OSError, IOError) as exc:
             self._log_broken = True
-            self._display.warning('%s: cannot write the event log %s (%s); no further event is logged in this run'
-                                  % (PLUGIN, path, describe(exc)))
+            self._warn('%s: cannot write the event log %s (%s); no further event is logged in this run'
+                       % (PLUGIN, path, describe(exc)))
 
     def _warn_webhook(self):
         hook = self.webhook
         if hook is None or self._webhook_warned or not hook.gave_up.is_set():
             return
         self._webhook_warned = True
-        self._display.warning('%s: %d events in a row could not be sent to the webhook at %s (last error: %s); '
-                              'no further event is sent to it in this run'
-                              % (PLUGIN, hook.streak, where(hook.url), hook.last_error))
+        self._warn('%s: %d events in a row could not be sent to the webhook at %s (last error: %s); '
+                   'no further event is sent to it in this run'
+                   % (PLUGIN, hook.streak, where(hook.url), hook.last_error))
 
     # -- the end of the run --
 
@@ -627,8 +656,8 @@ class CallbackModule(CallbackBase):
                     with os.fdopen(_files.open_file(path, os.O_RDONLY), 'rb') as handle:
                         existing = json.loads(to_text(handle.read()))
                 except (OSError, IOError, ValueError) as exc:
-                    self._display.warning('%s: the fleet hold file %s cannot be read (%s); it is written anew'
-                                          % (PLUGIN, path, describe(exc)))
+                    self._warn('%s: the fleet hold file %s cannot be read (%s); it is written anew'
+                               % (PLUGIN, path, describe(exc)))
                 if not isinstance(existing, dict):
                     existing = {}
             merged = merge_holds(existing, self.fleet, now)
@@ -666,8 +695,8 @@ class CallbackModule(CallbackBase):
         if left:
             problems.append('%d were still queued after %ss' % (left, self.get_option('webhook_drain_timeout')))
         if problems:
-            self._display.warning('%s: of the events for the webhook at %s, %s; they were not sent'
-                                  % (PLUGIN, where(hook.url), '; '.join(problems)))
+            self._warn('%s: of the events for the webhook at %s, %s; they were not sent'
+                       % (PLUGIN, where(hook.url), '; '.join(problems)))
 
     def _recap(self):
         lines = []
@@ -717,4 +746,5 @@ class CallbackModule(CallbackBase):
             lines.append('events: %s' % ', '.join(outputs))
         self._display.banner('DROVER FLEET RECAP')
         for line in lines:
-            self._display.display(line)
+            # Names, reasons and owners come from containers, tasks and GitHub: one line each, whatever they hold.
+            self._display.display(escaped(line))

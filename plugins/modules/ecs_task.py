@@ -328,8 +328,67 @@ options:
         O(task_definition), O(network_mode), O(awsvpc), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
         O(task_role_arn), O(cred_id), O(execution_role_arn). Options given at the top level are the defaults.
       - The same task declared twice is one task; a stop or removal wins over a start.
+      - Each entry is checked as the top-level options are, and a message names the entry (C(tasks[2].state...)).
+        Its registry password (O(tasks[].registry_auth.password)) is hidden as the top-level one is, in the
+        invocation Ansible logs on the host (syslog or the journal) and in the module's output.
     type: list
     elements: dict
+    suboptions:
+      name:
+        description: As O(name).
+        type: raw
+      cluster:
+        description: As O(cluster); by default the top-level O(cluster).
+        type: raw
+      containers:
+        description: As O(containers).
+        type: raw
+      task_definition:
+        description: As O(task_definition).
+        type: raw
+      network_mode:
+        description: As O(network_mode); by default the top-level O(network_mode).
+        type: raw
+      awsvpc:
+        description: As O(awsvpc).
+        type: raw
+      state:
+        description: As O(state); by default the top-level O(state).
+        type: raw
+      stop_reason:
+        description: As O(stop_reason).
+        type: raw
+      restart:
+        description: As O(restart); by default the top-level O(restart).
+        type: raw
+      pull:
+        description: As O(pull); by default the top-level O(pull).
+        type: raw
+      registry_auth:
+        description: As O(registry_auth); by default the top-level O(registry_auth).
+        type: dict
+        suboptions:
+          registry:
+            description: As O(registry_auth.registry).
+            type: raw
+          username:
+            description: As O(registry_auth.username).
+            type: raw
+          password:
+            description: As O(registry_auth.password). Never logged or returned.
+            type: raw
+          ecr:
+            description: As O(registry_auth.ecr).
+            type: raw
+      task_role_arn:
+        description: As O(task_role_arn).
+        type: raw
+      execution_role_arn:
+        description: As O(execution_role_arn).
+        type: raw
+      cred_id:
+        description: As O(cred_id).
+        type: raw
   purge:
     description:
       - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
@@ -510,6 +569,30 @@ CONTAINER_OPTIONS = dict(
         drop=dict(type='list', elements='str'),
     )),
 )
+# One entry of `tasks`: every option taken as it is given (the task spec checks it and names the entry in its
+# message; an option an entry leaves out takes the top-level one), but the registry password is declared
+# no_log, so that Ansible hides it in the invocation it logs on the host (syslog, the journal) and returns.
+TASK_ENTRY_OPTIONS = dict(
+    name=dict(type='raw'),
+    cluster=dict(type='raw'),
+    containers=dict(type='raw'),
+    task_definition=dict(type='raw'),
+    network_mode=dict(type='raw'),
+    awsvpc=dict(type='raw'),
+    state=dict(type='raw'),
+    stop_reason=dict(type='raw'),
+    restart=dict(type='raw'),
+    pull=dict(type='raw'),
+    registry_auth=dict(type='dict', no_log=False, options=dict(
+        registry=dict(type='raw'),
+        username=dict(type='raw'),
+        password=dict(type='raw', no_log=True),
+        ecr=dict(type='raw'),
+    )),
+    task_role_arn=dict(type='raw'),
+    execution_role_arn=dict(type='raw'),
+    cred_id=dict(type='raw'),
+)
 
 
 def main():
@@ -545,7 +628,7 @@ def main():
         task_role_arn=dict(type='str'),
         cred_id=dict(type='str'),
         execution_role_arn=dict(type='str'),
-        tasks=dict(type='list', elements='dict'),
+        tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
         gpu_devices=dict(type='list', elements='str'),
@@ -560,12 +643,9 @@ def main():
                             ('tasks', 'task_definition')],
         required_if=[('gpu_discovery', 'static', ('gpu_devices',))],
         supports_check_mode=True,
+        entries=('tasks',),
     )
     require_docker(module)
-    for entry in module.params.get('tasks') or []:
-        auth = entry.get('registry_auth') if isinstance(entry, dict) else None
-        if isinstance(auth, dict) and auth.get('password'):
-            module.no_log_values.add(auth['password'])
     try:
         result = converge(module.params, check_mode=module.check_mode, diff=module._diff)
     except TaskFailure as exc:

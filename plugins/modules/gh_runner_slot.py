@@ -64,8 +64,74 @@ options:
       - An option an entry leaves out takes the call's own value; an error in any entry fails the call
         before anything changes, and the message names the entry (C(pools[2] (pool x)...)).
       - A pool whose GitHub listing cannot be read decides nothing, as in a one-pool pass; the others go on.
+      - The secrets of an entry (O(pools[].token), O(pools[].app_private_key)) are hidden as the top-level ones
+        are, in the invocation Ansible logs on the host (syslog or the journal) and in the module's output.
     type: list
     elements: dict
+    suboptions:
+      pool:
+        description: As O(pool).
+        type: raw
+      hold_until:
+        description: As O(hold_until).
+        type: raw
+      repository:
+        description: As O(repository).
+        type: raw
+      organization:
+        description: As O(organization).
+        type: raw
+      labels:
+        description: As O(labels).
+        type: raw
+      runner_group_id:
+        description: As O(runner_group_id).
+        type: raw
+      profile:
+        description: As O(profile).
+        type: raw
+      warm:
+        description: As O(warm).
+        type: raw
+      scale:
+        description: As O(scale).
+        type: raw
+      idle_timeout:
+        description: As O(idle_timeout).
+        type: raw
+      name_prefix:
+        description: As O(name_prefix).
+        type: raw
+      machine_id:
+        description: As O(machine_id).
+        type: raw
+      work_folder:
+        description: As O(work_folder).
+        type: raw
+      state:
+        description: As O(state).
+        type: raw
+      kill_busy:
+        description: As O(kill_busy).
+        type: raw
+      api_url:
+        description: As O(api_url).
+        type: raw
+      token:
+        description: As O(token). Never logged or returned.
+        type: raw
+      app_id:
+        description: As O(app_id).
+        type: raw
+      app_private_key:
+        description: As O(app_private_key). Never logged or returned.
+        type: raw
+      installation_id:
+        description: As O(installation_id).
+        type: raw
+      github_timeout:
+        description: As O(github_timeout).
+        type: raw
   purge:
     description:
       - With O(pools), drain the pools that this host holds (in its store, or as runner containers only) and
@@ -379,7 +445,7 @@ events:
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, not_mappings, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge
 from ansible_collections.drover.fleet.plugins.module_utils._github import HAS_GITHUB, GITHUB_IMPORT_ERROR
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
@@ -428,6 +494,13 @@ POOL_OPTIONS = dict(
     installation_id=dict(type='int'),
     github_timeout=dict(type='int'),
 )
+# One entry of `pools`: every option taken as it is given (check_pools checks it and names the entry in its
+# message), but the GitHub secrets are declared no_log, so that Ansible hides them in the invocation it logs on
+# the host (syslog, the journal) and returns.
+POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
+                          for k, v in POOL_OPTIONS.items())
+# An entry's profile is declared with its sub-options, so that the registry password inside it is no_log too.
+POOL_ENTRY_OPTIONS['profile'] = POOL_OPTIONS['profile']
 DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
                 state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
 
@@ -439,6 +512,11 @@ def check_pools(module):
     for index, entry in enumerate(module.params.get('pools') or []):
         if not isinstance(entry, dict):
             module.fail_json(msg='pools[%d] must be a mapping (a pool declaration)' % index)
+        entry = dict((k, v) for k, v in entry.items() if v is not None)   # left out: the call's own value
+        bad = not_mappings(POOL_OPTIONS, entry)
+        if bad:
+            module.fail_json(msg='pools[%d]: %s' % (index, '; '.join('%s must be %s, got %s' % (
+                where, kind, type(value).__name__) for where, kind, value in bad)))
         result = validator.validate(entry)
         module.no_log_values.update(result._no_log_values)
         if result.error_messages:
@@ -454,7 +532,7 @@ def check_pools(module):
 def main():
     argument_spec = dict((k, dict(v, default=DEFAULTS[k]) if k in DEFAULTS else v) for k, v in POOL_OPTIONS.items())
     argument_spec.update(
-        pools=dict(type='list', elements='dict'),
+        pools=dict(type='list', elements='dict', options=POOL_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),
     )
@@ -465,6 +543,7 @@ def main():
                             ('token', 'app_private_key')],
         required_one_of=[('pool', 'pools')],
         supports_check_mode=True,
+        entries=('pools',),
     )
     check_pools(module)
     require_docker(module)

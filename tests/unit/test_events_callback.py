@@ -12,6 +12,7 @@ import socket
 import stat
 import threading
 import time
+import unicodedata
 
 import pytest
 import yaml
@@ -399,6 +400,34 @@ def test_recap_says_what_ended_and_what_became_of_it(make_plugin):
         '    runner drover-abc-small-2-1 of pool ci ended (without a job, OOM-killed)',
     ]
     assert not any('prod/x stopped' in line for line in lines)
+
+
+def test_recap_and_warnings_escape_what_containers_tasks_and_github_wrote(make_plugin, tmp_path):
+    # A stop reason, a runner name, an owner and a hold cause come from outside (a container's exit, GitHub):
+    # a newline in one must not print a line of its own (here, a forged fleet hold), nor an escape sequence
+    # reach the terminal.
+    forged = 'fleet hold: acme/app on 9 hosts (a, b) until 2099-01-01T00:00:00Z'
+    blocker = tmp_path / 'file'
+    blocker.write_text('')
+    plugin, display = make_plugin(log_path=str(blocker / ('bad\n%s' % forged) / 'events.jsonl'))
+    plugin.clock = lambda: NOW
+    plugin.v2_runner_on_ok(task_result('web1', {'tasks': [task_view('web', 'STOPPED')], 'events': [
+        task_event('task.stopped', task='web', reason='exited (0)\n%s\r\x1b[2K\u2028\u202e' % forged)]}))
+    plugin.v2_runner_on_ok(task_result('web1', pool_result(
+        'ci', 'acme/app\n' + forged, ['idle'], until='2030-03-17T17:50:00Z', cause='start\nx', events=[
+            {'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': 'ci', 'subject': 'pool/ci',
+             'runner_name': 'drover-1\r' + forged, 'took_job': True, 'oom_killed': False}]),
+        action='drover.fleet.gh_runner_slot'))
+    plugin.v2_playbook_on_stats(None)
+    printed = display.lines + display.warnings
+    assert not [line for line in printed if any(unicodedata.category(c) in ('Cc', 'Cf', 'Zl', 'Zp') for c in line)]
+    assert not [line for line in printed if line.startswith('fleet hold')], printed
+    assert ('    task prod/web stopped: exited (0)\\n%s\\r\\x1b[2K\\u2028\\u202e, stays stopped' % forged
+            in display.lines), display.lines
+    assert '    runner drover-1\\r%s of pool ci ended (took a job)' % forged in display.lines
+    assert '    pool ci (acme/app\\n%s) held until 2030-03-17T17:50:00Z, cause start\\nx' % forged in display.lines
+    assert len(display.warnings) == 1 and 'bad\\nfleet hold' in display.warnings[0], display.warnings
+    assert plugin_mod.escaped('a\\b\tc') == 'a\\\\b\\tc'
 
 
 def test_recap_without_results(make_plugin):
