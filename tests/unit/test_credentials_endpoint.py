@@ -390,3 +390,45 @@ def test_fuzz_of_raw_bytes(served, raw):
     data = send_raw(served, raw)
     assert b' 500 ' not in data.split(b'\r\n', 1)[0]
     assert request(served, 'GET', '/v2/nope')[0] == 404
+
+
+# --- the modules' side: re-asserting the redirect, the cred_id check --------------------------------------
+
+def test_the_modules_assert_the_service_s_rules(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
+    assert endpoint_mod.rules(51679) == dc._rules(51679) and endpoint_mod.rules(6000) == dc._rules(6000)
+    assert (endpoint_mod.ENDPOINT_IP, endpoint_mod.DUMMY_LINK, endpoint_mod.STATE_FILE) == (
+        dc.ENDPOINT_IP, dc.DUMMY_LINK, dc.STATE_FILE)
+    store = str(tmp_path / 'store.db')
+    assert endpoint_mod.running_port(store) is None and endpoint_mod.reassert(store) == ([], None)
+    dc.write_state(store, 6000)                  # this process stands for the running service
+    assert oct(os.stat(dc.state_path(store)).st_mode & 0o777) == '0o600'
+    assert endpoint_mod.running_port(store) == 6000
+    with open(dc.state_path(store), 'w') as handle:
+        json.dump({'pid': 2 ** 22 + 1, 'port': 6000}, handle)       # a service that is gone
+    assert endpoint_mod.running_port(store) is None and endpoint_mod.reassert(store) == ([], None)
+    dc.write_state(store, 6000)
+    dc.remove_state(store)
+    assert not os.path.exists(dc.state_path(store))
+
+
+def test_a_declared_cred_id_names_one_task():
+    from ansible_collections.drover.fleet.plugins.module_utils import _apply_task as apply_task
+    from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+    from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+
+    def decl(cluster, name, cred_id, state='running'):
+        return spec_mod.task({'name': name, 'cluster': cluster, 'state': state, 'task_role_arn': ROLE,
+                              'cred_id': cred_id, 'containers': [{'name': 'main', 'image': 'drover.local/busybox:1'}]})
+    registered = [{'cred_id': 'shared', 'cluster': 'prod', 'task': 'web'}]
+    apply_task._cred_id_clashes([decl('prod', 'web', 'shared')], [], registered)          # its own: fine
+    apply_task._cred_id_clashes([decl('qa', 'web', 'shared', 'absent')], [], registered)  # not started: fine
+    for tasks, observed, stored in (([decl('qa', 'web', 'shared')], [], registered),
+                                    ([decl('prod', 'api', 'shared')], [], registered),
+                                    ([decl('a', 'x', 'new'), decl('b', 'y', 'new')], [], []),
+                                    ([decl('qa', 'web', 'shared')],
+                                     [{'labels': {'drover.cred-id': 'shared', 'drover.cluster': 'prod',
+                                                  'drover.task': 'web'}, 'state': 'running', 'status': 'running'}], [])):
+        with pytest.raises(TaskFailure) as failed:
+            apply_task._cred_id_clashes(tasks, observed, stored)
+        assert 'cred_id' in failed.value.msg and 'already registered to task' in failed.value.msg

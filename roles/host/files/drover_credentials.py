@@ -647,15 +647,21 @@ def _rules(port):
     return [('OUTPUT', match), ('PREROUTING', match)]
 
 
+_NO_DUMMY = []                # set once a kernel refused a dummy interface: the address lives on lo from then on
+
+
 def _holder():
     """Where 169.254.170.2 lives: the dummy interface, or (on a kernel built without dummy interfaces) the
     loopback interface, under a label of its own so that only ours is ever removed."""
+    if _NO_DUMMY:
+        return 'lo'
     if _run(['ip', 'link', 'show', DUMMY_LINK], check=False).returncode == 0:
         return 'dummy'
     made = _run(['ip', 'link', 'add', DUMMY_LINK, 'type', 'dummy'], check=False)
     if made.returncode == 0:
         return 'dummy'
     log.warning('no dummy interface (%s): %s/32 goes on lo, labelled %s', made.stderr.strip(), ENDPOINT_IP, LO_LABEL)
+    _NO_DUMMY.append(True)
     return 'lo'
 
 
