@@ -3,24 +3,31 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """drover-credentials: the task IAM credentials endpoint of a drover.fleet host.
 
-Containers of a task with a task role find `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>`
-in their environment (set by drover.fleet.ecs_task, which registers the credential ID in the host store)
-and fetch `http://169.254.170.2/v2/credentials/<credID>`. This service answers there:
+Containers of a task with a task role find `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>`,
+`AWS_CONTAINER_CREDENTIALS_FULL_URI` and `AWS_CONTAINER_AUTHORIZATION_TOKEN` in their environment (set by
+drover.fleet.ecs_task, which registers the credential ID in the host store) and fetch
+`http://169.254.170.2/v2/credentials/<credID>` with the token as `Authorization`. This service answers there:
 
 - `GET /v2/credentials/<credID>`: `{RoleArn, AccessKeyId, SecretAccessKey, Token, Expiration}` for the role
   registered with the ID, assumed through STS with the host's own credentials (boto3's default chain);
-  404 for an ID the store does not hold (a stopped task's ID is gone at once), 405 for any other method,
-  502 when the role cannot be assumed. Credentials are cached per ID and assumed again within
-  REFRESH_BEFORE seconds of their expiry.
+  405 for any other method, 404 for any other path, 502 when the role cannot be assumed. Credentials are
+  cached per ID and assumed again within REFRESH_BEFORE seconds of their expiry.
 - Only the task that owns the ID gets an answer: the request must come from the task's credential-link
   address (awsvpc tasks; recorded in the store) or from the address of one of the task's running
-  containers on a Docker network (bridge tasks; asked of the engine). Anyone else gets 403.
+  containers on a Docker network (bridge tasks; one engine listing a second), and carry the task's token
+  (HMAC-SHA256 of the registration under the host key, KEY_FILE next to the store). Anyone else gets 403,
+  the same 403 as for an ID the store does not hold (a stopped task's ID is gone at once).
+- One thread reads every connection's request head without blocking (HEAD_TIMEOUT, HEAD_MAX); a fixed pool
+  of WORKERS threads answers complete heads; at most MAX_CONNECTIONS are open at once.
 
 It listens on LISTEN_IP:PORT and is reached at 169.254.170.2:80 through a dummy interface that holds
 169.254.170.2 (on a kernel without dummy interfaces, the address goes on lo with a label of its own) and a DNAT
-rule from port 80 to PORT in the nat table's OUTPUT and PREROUTING chains, each
-added only when missing and removed when the service stops. Nothing it logs or prints carries a credential.
-Owns: the endpoint, its cache, its network plumbing. Must not: write the store (it only reads it).
+rule from port 80 to PORT in the nat table's OUTPUT and PREROUTING chains, each added only when missing,
+checked again every REASSERT_EVERY seconds, and removed when the service stops; while it runs, STATE_FILE
+next to the store tells the modules its pid and port (they re-assert the rules too). Nothing it logs or
+prints carries a credential or a token.
+Owns: the endpoint, its cache, its network plumbing, its state file. Must not: write the store or the host
+key (it only reads them).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -434,6 +441,7 @@ class Server:
         self._stopped = threading.Event()
         self._stopped.set()
         self._closed = False
+        self._sel = None
         self._accept_paused_until = None
         self._workers = [threading.Thread(target=self._work, name='worker-%d' % n, daemon=True)
                          for n in range(workers)]
