@@ -49,14 +49,14 @@ def wait_port(port, timeout=20):
     raise RuntimeError('nothing answers on 127.0.0.1:%d' % port)
 
 
-def fetch_rate(port, path, fetches, seconds):
+def fetch_rate(port, path, fetches, seconds, headers=None):
     """(fetches per second, fetches made, statuses seen): sequential GETs, a new connection each."""
     done, statuses = 0, set()
     start = time.perf_counter()
     deadline = start + seconds
     while done < fetches and time.perf_counter() < deadline:
         conn = http.client.HTTPConnection('127.0.0.1', port, timeout=10)
-        conn.request('GET', path)
+        conn.request('GET', path, headers=headers or {})
         answer = conn.getresponse()
         answer.read()
         statuses.add(answer.status)
@@ -74,6 +74,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     sys.path.insert(0, os.path.join(ROOT, 'collection', 'dev'))
+    from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
     from ansible_collections.drover.fleet.plugins.module_utils._store import Store
     from moto.server import ThreadedMotoServer
 
@@ -87,6 +88,7 @@ def main(argv=None):
         db = Store(store)
         db.put_credential(CRED_ID, 'bench', 'bench', ROLE, '127.0.0.1', time.time())
         db.close()
+        auth = {'Authorization': credtoken.token(credtoken.host_key(store, create=True), CRED_ID, 'bench', 'bench', ROLE)}
         env = dict(os.environ, AWS_ACCESS_KEY_ID='testing', AWS_SECRET_ACCESS_KEY='testing', AWS_SESSION_TOKEN='testing')
 
         ep_port = free_port()
@@ -98,7 +100,7 @@ def main(argv=None):
             raise RuntimeError('the endpoint did not start')
         path = '/v2/credentials/%s' % CRED_ID
         conn = http.client.HTTPConnection('127.0.0.1', ep_port, timeout=30)
-        conn.request('GET', path)
+        conn.request('GET', path, headers=auth)
         answer = conn.getresponse()
         body = answer.read()
         conn.close()
@@ -122,7 +124,8 @@ def main(argv=None):
             if rnd % 2:
                 order.reverse()
             for name, port in order:
-                rate, made, statuses = fetch_rate(port, path, args.fetches, args.seconds)
+                rate, made, statuses = fetch_rate(port, path, args.fetches, args.seconds,
+                                                  auth if name == 'endpoint' else None)
                 if statuses != [200]:
                     raise RuntimeError('%s answered %s' % (name, statuses))
                 samples[name].append(round(rate, 1))

@@ -77,6 +77,10 @@ def run_module(name, args, check=False, diff=False):
     payload.setdefault('_ansible_keep_remote_files', False)
     basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': payload}))
     basic._ANSIBLE_PROFILE = 'legacy'
+    # Each run starts with no warnings, as a module process does (they are kept module-wide in-process).
+    from ansible.module_utils.common import warnings as ansible_warnings
+    ansible_warnings._global_warnings.clear()
+    ansible_warnings._global_deprecations.clear()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:

@@ -17,6 +17,8 @@ import time
 import uuid
 
 from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
+from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
@@ -49,6 +51,7 @@ def labels_for(decl, spec):
 
 
 CRED_URI_VAR = 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI'
+CRED_HOST = 'http://169.254.170.2'
 
 
 def new_cred_id(decl):
@@ -113,6 +116,25 @@ def _name_clashes(tasks, observed):
                                   % (decl.cluster, decl.name, name, held[0], held[1]))
 
 
+def _cred_id_clashes(tasks, observed, registered):
+    """A declared cred_id registered to another task (in the store, or on another task's running containers),
+    or declared by two tasks at once: refuse before anything changes."""
+    owner = {}
+    for obs in observed:
+        labels = obs['labels']
+        if labels.get('drover.cred-id') and plan_mod.container_status(obs) == plan_mod.RUNNING:
+            owner[labels['drover.cred-id']] = (labels.get('drover.cluster') or 'default', labels.get('drover.task'))
+    owner.update((c['cred_id'], (c['cluster'], c['task'])) for c in registered)
+    for decl in tasks:
+        if decl.state != 'running' or not decl.cred_id:
+            continue
+        held = owner.get(decl.cred_id)
+        if held and held != (decl.cluster, decl.name):
+            raise TaskFailure('task %s/%s: cred_id %s is already registered to task %s/%s on this host; a credential '
+                              'ID names one task' % (decl.cluster, decl.name, decl.cred_id, held[0], held[1]))
+        owner[decl.cred_id] = (decl.cluster, decl.name)
+
+
 class Pass:
     """One converge of a set of declared tasks on one host."""
 
@@ -129,6 +151,7 @@ class Pass:
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
         self.aws = aws_options or {}
         self.ecr_tokens = {}          # (execution role, registry) -> pull credentials, for this pass only
+        self._key = None              # the host key of the credential tokens, read (or made) at first need
 
     @staticmethod
     def gpu_task(decl):
@@ -168,9 +191,42 @@ class Pass:
             self.credentials = [c for c in self.credentials if c not in held]
         return bool(held)
 
+    def host_key(self, create):
+        """The host key of the credential tokens (made once, next to the store); None when missing and not
+        `create`. Raises TaskFailure when the file cannot be read or made."""
+        if self._key is None:
+            try:
+                self._key = credtoken.host_key(self.store.path, create=create)
+            except (credtoken.HostKeyError, OSError) as exc:
+                raise TaskFailure(str(exc) if isinstance(exc, credtoken.HostKeyError)
+                                  else 'cannot make the host credentials key: %s' % exc.strerror)
+        return self._key
+
+    def _credential_env(self, decl, cred_id):
+        """What a container of the task finds in its environment to fetch its credentials (the token: only here)."""
+        secret = credtoken.token(self.host_key(create=True), cred_id, decl.cluster, decl.name, decl.task_role_arn)
+        return {CRED_URI_VAR: '/v2/credentials/%s' % cred_id,
+                credtoken.FULL_URI_VAR: '%s/v2/credentials/%s' % (CRED_HOST, cred_id),
+                credtoken.TOKEN_VAR: secret}
+
+    def _check_token_key(self, decl, observed):
+        """A running task whose containers carry no token, or one made with another host key, cannot fetch
+        its credentials: say so (it needs a new run)."""
+        marks = set(o['labels'].get(credtoken.KEY_LABEL) for o in observed
+                    if o['labels'].get('drover.cred-id') and plan_mod.container_status(o) == plan_mod.RUNNING)
+        if not marks:
+            return
+        key = self.host_key(create=False)
+        if key is None or marks != {credtoken.fingerprint(key)}:
+            self.warnings.append('task %s/%s: its containers carry no credential token of this host\'s key (started '
+                                 'before tokens, or the key %s was lost), so the credentials endpoint refuses them; '
+                                 'declare the task stopped, then running, to give it a new run'
+                                 % (decl.cluster, decl.name, credtoken.key_path(self.store.path)))
+
     def adopt_credentials(self, decl, observed):
         """Register again what the task's running containers carry (drover.cred-id, drover.task-role)."""
         known = set(c['cred_id'] for c in self.credentials)
+        self._check_token_key(decl, observed)
         for obs in observed:
             labels = obs['labels']
             cred_id, role = labels.get('drover.cred-id'), labels.get('drover.task-role')
@@ -297,7 +353,8 @@ class Pass:
             environment = dict(spec.environment)         # a copy: the declaration is never changed
             if cred_id:
                 labels['drover.cred-id'] = cred_id
-                environment[CRED_URI_VAR] = '/v2/credentials/%s' % cred_id
+                labels[credtoken.KEY_LABEL] = credtoken.fingerprint(self.host_key(create=True))
+                environment.update(self._credential_env(decl, cred_id))
             if uuids:
                 labels['drover.gpus'] = ','.join(uuids)
             environment, device_requests = self._delivery(uuids, environment)
@@ -452,12 +509,15 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             keys += sorted(k for k in listed if k not in declared)
         _with_exit_codes(engine, grouped, keys)
         _name_clashes(tasks, observed)
+        _cred_id_clashes(tasks, observed, store.credentials())
         ledger = _ledger(params, tasks, engine, store)
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         work = Pass(engine, store, check_mode, holders, clock, ledger,
                     {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))},
                     {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')})
+        if not check_mode and any(t.state == 'running' and t.task_role_arn for t in tasks):
+            work.host_key(create=True)           # made (or refused) before anything of the pass changes
         for decl in tasks + purge:
             key = (decl.cluster, decl.name)
             plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)
@@ -473,6 +533,14 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
         if not check_mode:
             ledger.save(store, now)
+            if any(t.state == 'running' and t.task_role_arn for t in tasks):
+                repaired, trouble = endpoint_mod.reassert(params['store_path'])
+                if repaired:
+                    result['changed'] = True
+                    work.warnings.append('the credentials endpoint\'s redirect was not whole: %s added again'
+                                         % ', '.join(repaired))
+                if trouble:
+                    work.warnings.append(trouble)
         result['warnings'] = work.warnings
     except EngineError as exc:
         result['changed'] = True if result['tasks'] else result['changed']

@@ -268,13 +268,19 @@ options:
   task_role_arn:
     description:
       - The task's IAM role. At each run's start a credential ID is registered for it in the host store,
-        each container gets C(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>) (on a copy of
-        its environment) and the labels C(drover.task-role) and C(drover.cred-id). The registration is
-        removed on every path that ends the task, and restored from the labels when the task is adopted.
+        each container gets C(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>),
+        C(AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.2/v2/credentials/<credID>) and
+        C(AWS_CONTAINER_AUTHORIZATION_TOKEN), the task's token, which the AWS SDKs send to the credentials
+        endpoint (on a copy of its environment), and the labels C(drover.task-role), C(drover.cred-id) and
+        C(drover.cred-key). The registration is removed on every path that ends the task, and restored from
+        the labels when the task is adopted.
+      - The token is made from the registration with the host key, C(credentials.key) next to O(store_path)
+        (made once, mode 0600); it is never returned, logged or stored. See C(docs/credentials.md).
     type: str
   cred_id:
     description:
       - The credential ID to register for O(task_role_arn); by default a random one for each run.
+      - An ID names one task on the host; one registered to another task is refused before anything changes.
     type: str
   execution_role_arn:
     description:

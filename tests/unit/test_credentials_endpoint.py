@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from urllib.parse import quote
 
 import pytest
@@ -21,12 +22,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
                                 'roles', 'host', 'files'))
 import drover_credentials as dc  # noqa: E402  pylint: disable=wrong-import-position
 
+from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken  # noqa: E402
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store  # noqa: E402
 from sweep import register  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
 T0 = 1_800_000_000.0
 ROLE = 'arn:aws:iam::123456789012:role/app'
 SECRET = register('sentinel-secret-%s' % os.getpid())
+KEY = b'k' * 32
+VPC = 'vpc-task'
 
 
 class FakeSTS:
@@ -49,8 +53,21 @@ class FakeOwners:
     def __init__(self, by_id=None):
         self.by_id = by_id or {}
 
-    def addresses(self, cred_id):
-        return set(self.by_id.get(cred_id, ()))
+    def owns(self, cred_id, source):
+        return source in self.by_id.get(cred_id, ())
+
+
+class FakeKeys:
+    def __init__(self, key=KEY):
+        self.key = key
+
+    def get(self):
+        return self.key
+
+
+def tok(cred_id, task, key=KEY):
+    """The token ecs_task gives the task (module_utils/_credtoken.py), as its containers send it."""
+    return credtoken.token(key, cred_id, 'prod', task, ROLE)
 
 
 @pytest.fixture
@@ -69,74 +86,171 @@ def clock():
     return now
 
 
-def endpoint(store, clock, sts=None, owners=None):
+def endpoint(store, clock, sts=None, owners=None, keys=None):
     sts = sts or FakeSTS(lambda: clock[0])
     return dc.Endpoint(dc.Registry(store), owners or FakeOwners({'bridge-task': ['198.18.0.7']}),
-                       dc.Cache(sts, clock=lambda: clock[0])), sts
+                       dc.Cache(sts, clock=lambda: clock[0]), keys or FakeKeys()), sts
+
+
+def get(ep, cred_id, source, token=None, path=None):
+    """ep.answer for a GET of the ID, with the owner's token unless another is given ('' for none)."""
+    task = {'vpc-task': 'vpc', 'bridge-task': 'web'}.get(cred_id, 'x')
+    return ep.answer('GET', path or '/v2/credentials/%s' % cred_id, source,
+                     tok(cred_id, task) if token is None else token)
 
 
 def test_answers_the_owner_only(store, clock):
     ep, sts = endpoint(store, clock)
-    status, body = ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')
+    status, body = get(ep, 'vpc-task', '169.254.1.2')
     assert status == 200
     assert sorted(body) == ['AccessKeyId', 'Expiration', 'RoleArn', 'SecretAccessKey', 'Token']
     assert body['RoleArn'] == ROLE and body['AccessKeyId'] == 'ASIA0001'
     assert body['Expiration'] == '2027-01-15T08:15:00Z'
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.5.2')[0] == 403
-    assert ep.answer('GET', '/v2/credentials/bridge-task', '198.18.0.7')[0] == 200
-    status, body = ep.answer('GET', '/v2/credentials/bridge-task', '198.18.0.8')
+    assert get(ep, 'vpc-task', '169.254.5.2')[0] == 403
+    assert get(ep, 'bridge-task', '198.18.0.7')[0] == 200
+    status, body = get(ep, 'bridge-task', '198.18.0.8')
     assert status == 403 and SECRET not in json.dumps(body)
     assert sts.calls == [(ROLE, 'vpc-task'), (ROLE, 'bridge-task')]
 
 
+def test_the_owner_needs_its_token(store, clock):
+    # From the owner's own address: no token, a wrong one, another task's, one of another key: 403.
+    ep, sts = endpoint(store, clock)
+    for cred_id, task, source, other in (('vpc-task', 'vpc', '169.254.1.2', 'bridge-task'),
+                                         ('bridge-task', 'web', '198.18.0.7', 'vpc-task')):
+        right = tok(cred_id, task)
+        for given in ('', 'x', right[:-1], right + 'x', right.upper(), tok(other, task), tok(cred_id, task, b'j' * 32)):
+            assert get(ep, cred_id, source, token=given)[0] == 403, given
+    assert sts.calls == []
+    assert get(ep, 'vpc-task', '169.254.1.2', token=' %s ' % tok('vpc-task', 'vpc'))[0] == 200
+
+
+def test_no_key_no_answer(store, clock):
+    ep, sts = endpoint(store, clock, keys=FakeKeys(None))
+    assert get(ep, 'vpc-task', '169.254.1.2')[0] == 403 and sts.calls == []
+
+
+def test_an_unknown_id_and_another_owner_s_look_the_same(store, clock):
+    # A caller that is not the owner cannot tell a registered ID from one that is not.
+    ep, sts = endpoint(store, clock)
+    other = get(ep, 'vpc-task', '169.254.5.2', token='')
+    unknown = get(ep, 'nobody-knows', '169.254.5.2', token='')
+    assert other == unknown and other[0] == 403
+
+
+def test_the_token_formula_is_the_same_on_both_sides():
+    args = ('id-1', 'prod', 'web', ROLE)
+    assert dc.token(KEY, *args) == credtoken.token(KEY, *args)
+    assert len(credtoken.token(KEY, *args)) == 64
+    assert credtoken.token(KEY, *args) != credtoken.token(KEY, 'id-1', 'prod', 'web2', ROLE)
+    assert dc.KEY_FILE == credtoken.KEY_FILE and dc.KEY_BYTES == credtoken.KEY_BYTES
+
+
+def test_host_key_made_once_root_only(tmp_path):
+    store = str(tmp_path / 'd' / 'store.db')
+    os.makedirs(os.path.dirname(store), mode=0o700)
+    assert credtoken.host_key(store) is None                     # not made unless asked
+    key = credtoken.host_key(store, create=True)
+    path = credtoken.key_path(store)
+    assert len(key) == 32 and oct(os.stat(path).st_mode & 0o777) == '0o600'
+    assert credtoken.host_key(store, create=True) == key         # made once
+    assert dc.Keys(path).get() == key
+    assert sorted(os.listdir(os.path.dirname(store))) == ['credentials.key']
+    os.chmod(path, 0o644)
+    with pytest.raises(credtoken.HostKeyError):
+        credtoken.host_key(store)
+    assert dc.Keys(path).get() is None                           # readable by others: not trusted
+    os.chmod(path, 0o600)
+    os.unlink(path)
+    os.symlink(str(tmp_path / 'elsewhere'), path)
+    with pytest.raises(credtoken.HostKeyError):
+        credtoken.host_key(store, create=True)                    # a link is never followed
+    assert dc.Keys(path).get() is None
+
+
+class FakeEngine:
+    def __init__(self):
+        self.boxes = []
+        self.calls = 0
+
+    def containers(self, filters=None):
+        self.calls += 1
+        assert filters == {'label': 'drover.cred-id', 'status': 'running'}
+        return [{'Labels': {'drover.cred-id': cred}, 'NetworkSettings': {'Networks': {'bridge': {'IPAddress': ip}}}}
+                for cred, ip in self.boxes]
+
+
+def test_owner_listing_is_cached():
+    now = [100.0]
+    owners = dc.Owners(ttl=1.0, miss_ttl=0.25, clock=lambda: now[0])
+    engine = FakeEngine()
+    owners._client = engine
+    engine.boxes = [('a', '198.18.0.7')]
+    for dummy in range(190):                      # a second of requests from the owner: one listing
+        assert owners.owns('a', '198.18.0.7')
+    assert engine.calls == 1
+    for dummy in range(190):                      # ... and from a caller that is not the owner
+        assert not owners.owns('a', '198.18.0.9')
+    assert engine.calls == 1
+    engine.boxes.append(('b', '198.18.0.8'))      # a task that just started is found after miss_ttl
+    now[0] += 0.3
+    assert owners.owns('b', '198.18.0.8') and engine.calls == 2
+    now[0] += 0.3
+    assert not owners.owns('b', '198.18.0.9') and engine.calls == 3
+    assert not owners.owns('b', '198.18.0.9') and engine.calls == 3
+    engine.boxes = []                             # gone: its address no longer owns it after the TTL
+    now[0] += 1.0
+    assert not owners.owns('a', '198.18.0.7') and engine.calls == 4
+
+
 @pytest.mark.parametrize('method,path,status', [
     ('POST', '/v2/credentials/vpc-task', 405), ('PUT', '/v2/credentials/vpc-task', 405),
-    ('DELETE', '/v2/credentials/vpc-task', 405), ('GET', '/v2/credentials/unknown', 404),
+    ('DELETE', '/v2/credentials/vpc-task', 405), ('GET', '/v2/credentials/unknown', 403),
     ('GET', '/v2/credentials/', 404), ('GET', '/v1/credentials/vpc-task', 404), ('GET', '/', 404),
     ('GET', '/v2/credentials/vpc-task/../x', 404),
 ])
 def test_other_methods_and_paths(store, clock, method, path, status):
     ep, sts = endpoint(store, clock)
-    assert ep.answer(method, path, '169.254.1.2')[0] == status
+    assert ep.answer(method, path, '169.254.1.2', tok('vpc-task', 'vpc'))[0] == status
     assert sts.calls == []
 
 
 def test_a_deregistered_id_is_gone_at_once(store, clock):
     ep, sts = endpoint(store, clock)
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 200
+    assert get(ep, 'vpc-task', '169.254.1.2')[0] == 200
     db = Store(store)
     db.delete_credentials('prod', 'vpc')
     db.close()
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 404
+    assert get(ep, 'vpc-task', '169.254.1.2')[0] == 403
 
 
 def test_a_replaced_store_is_read_again(store, clock, tmp_path):
     ep, sts = endpoint(store, clock)
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 200
+    assert get(ep, 'vpc-task', '169.254.1.2')[0] == 200
     for suffix in ('', '-wal', '-shm'):
         if os.path.exists(store + suffix):
             os.unlink(store + suffix)
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[0] == 404     # no store: nothing known
+    assert get(ep, 'vpc-task', '169.254.1.2')[0] == 403     # no store: nothing known
     db = Store(store)
     db.put_credential('new-task', 'prod', 'new', ROLE, '169.254.9.2', T0)
     db.close()
-    assert ep.answer('GET', '/v2/credentials/new-task', '169.254.9.2')[0] == 200
+    assert get(ep, 'new-task', '169.254.9.2', token=credtoken.token(KEY, 'new-task', 'prod', 'new', ROLE))[0] == 200
 
 
 def test_assume_failure_is_502(store, clock):
     ep, sts = endpoint(store, clock, sts=FakeSTS(lambda: clock[0], fail=True))
-    status, body = ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')
+    status, body = get(ep, 'vpc-task', '169.254.1.2')
     assert status == 502 and body['code'] == 'AssumeRoleFailed' and ROLE in body['message']
 
 
 def test_cached_then_assumed_again_within_five_minutes_of_expiry(store, clock):
     ep, sts = endpoint(store, clock)
-    first = ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[1]
+    first = get(ep, 'vpc-task', '169.254.1.2')[1]
     clock[0] = T0 + 900 - 301                      # 301 s before expiry: still cached
-    assert ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[1] == first
+    assert get(ep, 'vpc-task', '169.254.1.2')[1] == first
     assert len(sts.calls) == 1
     clock[0] = T0 + 900 - 300                      # within 5 minutes of expiry: assumed again
-    renewed = ep.answer('GET', '/v2/credentials/vpc-task', '169.254.1.2')[1]
+    renewed = get(ep, 'vpc-task', '169.254.1.2')[1]
     assert len(sts.calls) == 2 and renewed['AccessKeyId'] != first['AccessKeyId']
 
 
@@ -162,10 +276,10 @@ def served(store, clock, caplog):
     assert 'Traceback' not in caplog.text and SECRET not in caplog.text
 
 
-def request(server, method, path):
+def request(server, method, path, token=None):
     conn = http.client.HTTPConnection('127.0.0.1', server.server_address[1], timeout=5)
     try:
-        conn.request(method, path)
+        conn.request(method, path, headers={'Authorization': token} if token else {})
         answer = conn.getresponse()
         return answer.status, answer.read(), dict(answer.getheaders())
     finally:
@@ -173,13 +287,66 @@ def request(server, method, path):
 
 
 def test_over_http(served):
-    status, body, headers = request(served, 'GET', '/v2/credentials/bridge-task')
+    web = tok('bridge-task', 'web')
+    status, body, headers = request(served, 'GET', '/v2/credentials/bridge-task', web)
     assert status == 200 and json.loads(body)['RoleArn'] == ROLE
-    assert headers['Content-Type'] == 'application/json'
-    status, body, headers = request(served, 'POST', '/v2/credentials/bridge-task')
+    assert headers['Content-Type'] == 'application/json' and headers['Connection'] == 'close'
+    assert request(served, 'GET', '/v2/credentials/bridge-task')[0] == 403                 # no token
+    assert request(served, 'GET', '/v2/credentials/bridge-task', web.upper())[0] == 403    # a wrong one
+    status, body, headers = request(served, 'POST', '/v2/credentials/bridge-task', web)
     assert status == 405 and headers['Allow'] == 'GET'
-    assert request(served, 'GET', '/v2/credentials/vpc-task')[0] == 403     # not from its link address
-    assert request(served, 'GET', '/v2/credentials/nope')[0] == 404
+    assert request(served, 'GET', '/v2/credentials/vpc-task', tok('vpc-task', 'vpc'))[0] == 403  # not its address
+    assert request(served, 'GET', '/v2/credentials/nope')[0] == 403
+    assert request(served, 'GET', '/v2/other')[0] == 404
+
+
+def threads_now():
+    return threading.active_count()
+
+
+def test_stalled_connections_do_not_stop_it(store, clock):
+    # Many clients that send half a request and wait: each is closed after the head timeout, none holds a
+    # worker, and the owner is answered at once meanwhile; a head too large is refused, and the threads are
+    # the pool's, whatever the load.
+    ep, sts = endpoint(store, clock, owners=FakeOwners({'bridge-task': ['127.0.0.1']}))
+    before = threads_now()
+    server = dc.Server(('127.0.0.1', 0), ep, workers=4, head_timeout=1.0, head_max=2048, max_connections=150)
+    thread = threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    stalled = []
+    try:
+        for dummy in range(120):
+            sock = socket.create_connection(('127.0.0.1', port), timeout=5)
+            sock.sendall(b'GET /v2/cred')
+            stalled.append(sock)
+        assert threads_now() == before + 5                     # the loop and 4 workers, never one per connection
+        started = time.monotonic()
+        assert request(server, 'GET', '/v2/credentials/bridge-task', tok('bridge-task', 'web'))[0] == 200
+        assert time.monotonic() - started < 0.5
+        # Past max_connections, the oldest still sending its head goes.
+        more = [socket.create_connection(('127.0.0.1', port), timeout=5) for dummy in range(60)]
+        time.sleep(0.3)
+        assert server.counts['evicted'] >= 30
+        assert stalled[0].recv(10) == b''
+        for sock in more:
+            sock.close()
+        # A head that grows past head_max: 431, closed.
+        data = send_raw(server, b'GET /v2/credentials/x HTTP/1.1\r\n' + b'X-Big: ' + b'a' * 4000 + b'\r\n')
+        assert data.startswith(b'HTTP/1.1 431 ')
+        assert send_raw(server, b'GET /' + b'a' * 3000).startswith(b'HTTP/1.1 414 ')
+        # Those still waiting are closed when their time is up.
+        time.sleep(1.3)
+        assert all(sock.recv(10) == b'' for sock in stalled[40:])
+        assert server.counts['timed out'] >= 80
+        assert request(server, 'GET', '/v2/credentials/bridge-task', tok('bridge-task', 'web'))[0] == 200
+        assert threads_now() == before + 5
+    finally:
+        for sock in stalled:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+    assert threads_now() == before
 
 
 def send_raw(server, raw):
@@ -207,7 +374,8 @@ PATHS = st.one_of(
 @given(method=METHODS, path=PATHS)
 def test_fuzz_of_methods_and_paths(served, method, path):
     target = quote(path, safe="/%?=&:;@!$'()*+,~.-_")
-    data = send_raw(served, ('%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' % (method, target)).encode())
+    data = send_raw(served, ('%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nConnection: close\r\n\r\n'
+                             % (method, target, tok('bridge-task', 'web'))).encode())
     status = int(data.split(b' ', 2)[1])
     assert status in (200, 400, 403, 404, 405), data[:200]
     if status == 200:
@@ -221,4 +389,46 @@ def test_fuzz_of_raw_bytes(served, raw):
     # Whatever arrives, the service answers (or closes) and keeps serving; never a 500.
     data = send_raw(served, raw)
     assert b' 500 ' not in data.split(b'\r\n', 1)[0]
-    assert request(served, 'GET', '/v2/credentials/nope')[0] == 404
+    assert request(served, 'GET', '/v2/nope')[0] == 404
+
+
+# --- the modules' side: re-asserting the redirect, the cred_id check --------------------------------------
+
+def test_the_modules_assert_the_service_s_rules(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
+    assert endpoint_mod.rules(51679) == dc._rules(51679) and endpoint_mod.rules(6000) == dc._rules(6000)
+    assert (endpoint_mod.ENDPOINT_IP, endpoint_mod.DUMMY_LINK, endpoint_mod.STATE_FILE) == (
+        dc.ENDPOINT_IP, dc.DUMMY_LINK, dc.STATE_FILE)
+    store = str(tmp_path / 'store.db')
+    assert endpoint_mod.running_port(store) is None and endpoint_mod.reassert(store) == ([], None)
+    dc.write_state(store, 6000)                  # this process stands for the running service
+    assert oct(os.stat(dc.state_path(store)).st_mode & 0o777) == '0o600'
+    assert endpoint_mod.running_port(store) == 6000
+    with open(dc.state_path(store), 'w') as handle:
+        json.dump({'pid': 2 ** 22 + 1, 'port': 6000}, handle)       # a service that is gone
+    assert endpoint_mod.running_port(store) is None and endpoint_mod.reassert(store) == ([], None)
+    dc.write_state(store, 6000)
+    dc.remove_state(store)
+    assert not os.path.exists(dc.state_path(store))
+
+
+def test_a_declared_cred_id_names_one_task():
+    from ansible_collections.drover.fleet.plugins.module_utils import _apply_task as apply_task
+    from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+    from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+
+    def decl(cluster, name, cred_id, state='running'):
+        return spec_mod.task({'name': name, 'cluster': cluster, 'state': state, 'task_role_arn': ROLE,
+                              'cred_id': cred_id, 'containers': [{'name': 'main', 'image': 'drover.local/busybox:1'}]})
+    registered = [{'cred_id': 'shared', 'cluster': 'prod', 'task': 'web'}]
+    apply_task._cred_id_clashes([decl('prod', 'web', 'shared')], [], registered)          # its own: fine
+    apply_task._cred_id_clashes([decl('qa', 'web', 'shared', 'absent')], [], registered)  # not started: fine
+    for tasks, observed, stored in (([decl('qa', 'web', 'shared')], [], registered),
+                                    ([decl('prod', 'api', 'shared')], [], registered),
+                                    ([decl('a', 'x', 'new'), decl('b', 'y', 'new')], [], []),
+                                    ([decl('qa', 'web', 'shared')],
+                                     [{'labels': {'drover.cred-id': 'shared', 'drover.cluster': 'prod',
+                                                  'drover.task': 'web'}, 'state': 'running', 'status': 'running'}], [])):
+        with pytest.raises(TaskFailure) as failed:
+            apply_task._cred_id_clashes(tasks, observed, stored)
+        assert 'cred_id' in failed.value.msg and 'already registered to task' in failed.value.msg
