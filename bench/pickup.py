@@ -8,9 +8,9 @@ queued, warm 0, the test runner image) waits for work. Each pass is what the rec
 - timer: passes start every --interval seconds after the previous one started (OnUnitActiveSec), plus a random
   delay of up to --delay (RandomizedDelaySec) and up to --accuracy late (AccuracySec), and right after the
   previous one when it ran longer than that: what drover.fleet.reconcile_timer's units make systemd do.
-- webhook: a pass starts as soon as a burst is queued (the first delivery of a burst starts it; the throttle
-  folds the rest into it), as the rulebook of docs/pools_webhook.md does on GitHub's workflow_job deliveries;
-  a burst that arrives while a pass runs gets the next pass right after it.
+- webhook: no timer; a real `ansible-rulebook -r drover.fleet.pools_webhook` (docs/pools_webhook.md) on a
+  loopback port gets one signed workflow_job delivery per queued job, as GitHub sends them, and runs
+  `drover.fleet.pools` for the burst (its 2 s throttle folds a burst into one pass).
 
 --bursts times, at a random moment of the timer's cycle, --jobs jobs are queued at once. A job's pickup
 latency is the start of the runner container that took it (docker's State.StartedAt; the stand-in records
@@ -25,16 +25,21 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import random
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -100,6 +105,66 @@ class Timer(threading.Thread):
             self.error = exc
 
 
+class Rulebook:
+    """ansible-rulebook running drover.fleet.pools_webhook for this host, on a free loopback port."""
+
+    def __init__(self, work, host_vars, env):
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            self.port = sock.getsockname()[1]
+        self.secret = hashlib.sha256(os.urandom(32)).hexdigest()
+        inventory = os.path.join(work, 'inventory.json')
+        with open(inventory, 'w') as handle:
+            json.dump({'all': {'hosts': {'localhost': dict(host_vars, ansible_connection='local',
+                                                          ansible_python_interpreter=sys.executable)}}}, handle)
+        secrets = os.path.join(work, 'webhook-vars.json')
+        fd = os.open(secrets, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'w') as handle:
+            json.dump({'drover_webhook_secret': self.secret, 'drover_webhook_port': self.port}, handle)
+        self.log = open(os.path.join(work, 'rulebook.log'), 'wb')
+        rulebook = os.path.join(os.path.dirname(sys.executable), 'ansible-rulebook')
+        path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin')
+        self.proc = subprocess.Popen([rulebook, '-i', inventory, '-r', 'drover.fleet.pools_webhook', '--vars', secrets],
+                                     cwd=work, env=dict(env, PATH=path, TMPDIR=work), stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 180
+        while True:
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError('ansible-rulebook did not start: see %s' % self.log.name)
+            try:
+                with socket.create_connection(('127.0.0.1', self.port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.5)
+
+    def deliver(self, job):
+        """One workflow_job `queued` delivery, signed as GitHub signs it."""
+        body = json.dumps({'action': 'queued', 'workflow_job': {'id': job['id'], 'run_id': job['run_id'],
+                                                                'name': job['name'], 'labels': job['labels'],
+                                                                'status': 'queued'},
+                           'repository': {'full_name': REPO, 'name': REPO.split('/')[1]}}).encode()
+        signature = 'sha256=' + hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
+        request = urllib.request.Request('http://127.0.0.1:%d/' % self.port, data=body, method='POST', headers={
+            'Content-Type': 'application/json', 'X-GitHub-Event': 'workflow_job', 'X-Hub-Signature-256': signature})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            if answer.status != 200:
+                raise RuntimeError('the rulebook answered %d' % answer.status)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(30)
+        self.log.close()
+
+    def plays(self):
+        with open(self.log.name, errors='replace') as handle:
+            return handle.read().count('PLAY [')
+
+
 def started_at(client, name):
     """Epoch seconds a container started (docker's nanosecond RFC 3339 State.StartedAt)."""
     raw = client.api.inspect_container(name)['State']['StartedAt']
@@ -108,12 +173,15 @@ def started_at(client, name):
     return base.timestamp() + float('0.' + frac[:9])
 
 
-def burst(standin, client, jobs, trigger, timeout=180):
-    """Queue `jobs` jobs at once, `trigger()` (webhook mode), wait until each was taken; the latencies."""
+def burst(standin, client, jobs, deliver, timeout=180):
+    """Queue `jobs` jobs at once (and `deliver` each one's webhook, in webhook mode), wait until each was
+    taken; the latencies."""
     queued = time.time()
-    ids = [standin.queue_job(REPO, LABELS, name='pickup-%d' % n)['id'] for n in range(jobs)]
-    if trigger is not None:
-        trigger()
+    queued_jobs = [standin.queue_job(REPO, LABELS, name='pickup-%d' % n) for n in range(jobs)]
+    ids = [job['id'] for job in queued_jobs]
+    if deliver is not None:
+        for job in queued_jobs:
+            deliver(job)
     deadline = queued + timeout
     while time.time() < deadline:
         with standin._lock:  # pylint: disable=protected-access
@@ -160,21 +228,20 @@ def main(argv=None):
     try:
         passes.run()                                    # the pool exists, nothing queued: an idle first pass
         for mode in modes:
-            latencies, timer = [], None
+            latencies, timer, rulebook, deliver = [], None, None, None
             before = (passes.count, len(standin.calls()))
             if mode == 'timer':
                 timer = Timer(passes, args.interval, args.delay, args.accuracy, rng)
                 timer.start()
-                trigger = None
             elif mode == 'webhook':
-                def trigger():
-                    threading.Thread(target=passes.run, daemon=True).start()
+                rulebook = Rulebook(work, dict(common, drover_pools=[pool]), passes.env)
+                deliver = rulebook.deliver
             else:
                 raise SystemExit('unknown mode %s (timer, webhook)' % mode)
             try:
                 for n in range(args.bursts):
                     time.sleep(rng.uniform(0, args.interval))     # a random moment of the timer's cycle
-                    got = burst(standin, client, args.jobs, trigger)
+                    got = burst(standin, client, args.jobs, deliver)
                     latencies.extend(got)
                     print('%-8s burst %d: p50 %.2f s, max %.2f s' % (mode, n + 1, statistics.median(got), max(got)),
                           flush=True)
@@ -184,8 +251,11 @@ def main(argv=None):
                 if timer is not None:
                     timer.halt.set()
                     timer.join(timeout=600)
-            with passes.lock:                          # the last triggered pass has ended
-                count = passes.count - before[0]
+                if rulebook is not None:
+                    time.sleep(5)                      # the last pass's end
+                    rulebook.stop()
+            with passes.lock:
+                count = passes.count - before[0] + (rulebook.plays() if rulebook is not None else 0)
             requests = len(standin.calls()) - before[1]
             out['modes'][mode] = {'p50_s': round(statistics.median(latencies), 2), 'p95_s': round(pct(latencies, 95), 2),
                                   'max_s': round(max(latencies), 2), 'jobs': len(latencies), 'passes': count,
