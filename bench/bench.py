@@ -380,8 +380,8 @@ def link_rules(name):
     rules = []
     for line in out.splitlines():
         words = line.split()
-        if len(words) > 2 and words[0] == '-A' and any(words[i + 1] == name for i, w in enumerate(words[:-1])
-                                                      if w in ('-i', '-o')):
+        if len(words) > 2 and words[0] == '-A' and any(
+                words[i + 1] == name for i, w in enumerate(words[:-1]) if w in ('-i', '-o')):
             rules.append((words[1], words[2:]))
     return rules
 

@@ -115,8 +115,8 @@ class Rulebook:
         self.secret = hashlib.sha256(os.urandom(32)).hexdigest()
         inventory = os.path.join(work, 'inventory.json')
         with open(inventory, 'w') as handle:
-            json.dump({'all': {'hosts': {'localhost': dict(host_vars, ansible_connection='local',
-                                                          ansible_python_interpreter=sys.executable)}}}, handle)
+            host = dict(host_vars, ansible_connection='local', ansible_python_interpreter=sys.executable)
+            json.dump({'all': {'hosts': {'localhost': host}}}, handle)
         secrets = os.path.join(work, 'webhook-vars.json')
         fd = os.open(secrets, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, 'w') as handle:

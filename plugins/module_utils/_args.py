@@ -110,11 +110,28 @@ def _fail(spec, bad, exc=None):
 class _Module(AnsibleModule):
     """AnsibleModule whose invocation log hides the secrets of nested options whatever characters they hold."""
 
+    # Paths of secrets inside values the argument spec takes whole (type raw), which it cannot declare no_log:
+    # tuples of keys, a list met on the way standing for each of its items.
+    nested_secrets = ()
+
     def _log_invocation(self):
+        for path in self.nested_secrets:
+            self.no_log_values.update(v for v in values_at(self.params, path) if isinstance(v, str) and v)
         # A nested option is logged as Python writes its list or dict, where a newline or a quote in a secret
         # (a PEM private key) is escaped (\n): that form is hidden only if it is a no_log value too.
         self.no_log_values.update(escaped_forms(self.no_log_values))
         super(_Module, self)._log_invocation()
+
+
+def values_at(data, path):
+    """The values found under `path` (a tuple of keys) in `data`, going into every item of a list on the way."""
+    if isinstance(data, list):
+        return [v for item in data for v in values_at(item, path)]
+    if not path:
+        return [data]
+    if not isinstance(data, dict) or path[0] not in data:
+        return []
+    return values_at(data[path[0]], path[1:])
 
 
 def escaped_forms(values):
@@ -128,7 +145,7 @@ def escaped_forms(values):
     return out
 
 
-def make_module(entries=(), **kwargs):
+def make_module(entries=(), nested_secrets=(), **kwargs):
     """AnsibleModule(**kwargs); but an option with sub-options given a value that is not a mapping (or a list
     of them), at any depth, fails with a message that names it, not with a traceback: ansible-core (2.19) looks
     into the sub-options before it checks the value's type.
@@ -138,7 +155,8 @@ def make_module(entries=(), **kwargs):
     `entries` names the list options whose entries the module checks itself, naming the entry in its message
     (ansible-core's message names neither the entry nor its place): keys their sub-options do not declare are
     let through for that check to refuse, and the arguments are then not logged at all (a misspelt secret
-    would be in clear)."""
+    would be in clear). `nested_secrets`: paths of secrets inside options taken whole (type raw), hidden as
+    no_log ones are."""
     spec = kwargs.get('argument_spec') or {}
     params = basic._load_params()
     params = params if isinstance(params, dict) else {}
@@ -154,8 +172,9 @@ def make_module(entries=(), **kwargs):
         if widened != spec:
             kwargs['argument_spec'] = widened
             kwargs['no_log'] = True
+    cls = type('_Module', (_Module,), {'nested_secrets': tuple(nested_secrets)}) if nested_secrets else _Module
     try:
-        module = _Module(**kwargs)
+        module = cls(**kwargs)
     except (TypeError, AttributeError) as exc:
         _fail(spec, None, exc)
         return None

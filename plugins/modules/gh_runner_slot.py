@@ -64,8 +64,9 @@ options:
       - An option an entry leaves out takes the call's own value; an error in any entry fails the call
         before anything changes, and the message names the entry (C(pools[2] (pool x)...)).
       - A pool whose GitHub listing cannot be read decides nothing, as in a one-pool pass; the others go on.
-      - The secrets of an entry (O(pools[].token), O(pools[].app_private_key)) are hidden as the top-level ones
-        are, in the invocation Ansible logs on the host (syslog or the journal) and in the module's output.
+      - The secrets of an entry (O(pools[].token), O(pools[].app_private_key), the password of its
+        O(profile.registry_auth)) are hidden as the top-level ones are, in the invocation Ansible logs on the host
+        (syslog or the journal) and in the module's output.
     type: list
     elements: dict
     suboptions:
@@ -499,8 +500,6 @@ POOL_OPTIONS = dict(
 # the host (syslog, the journal) and returns.
 POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
                           for k, v in POOL_OPTIONS.items())
-# An entry's profile is declared with its sub-options, so that the registry password inside it is no_log too.
-POOL_ENTRY_OPTIONS['profile'] = POOL_OPTIONS['profile']
 DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
                 state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
 
@@ -544,6 +543,8 @@ def main():
         required_one_of=[('pool', 'pools')],
         supports_check_mode=True,
         entries=('pools',),
+        # An entry's profile is taken whole: the registry password inside it is hidden all the same.
+        nested_secrets=[('pools', 'profile', 'registry_auth', 'password')],
     )
     check_pools(module)
     require_docker(module)

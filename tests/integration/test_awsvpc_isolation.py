@@ -222,7 +222,7 @@ def test_a_network_named_by_an_earlier_release_is_adopted_and_torn_down(engine, 
         first = converge(**args)
     assert first['task']['network']['name'] == 'drover-' + task and 'drover-' + task in netns_list()
     again = converge(**args)
-    assert again['task']['last_status'] == 'RUNNING' and not [e for e in again['events']]
+    assert again['task']['last_status'] == 'RUNNING' and not again['events']
     assert again['task']['network']['holder_id'] == first['task']['network']['holder_id']
     assert again['task']['network']['name'] == 'drover-' + task
     assert netns_name(cluster, task) not in netns_list()
