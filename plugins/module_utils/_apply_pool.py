@@ -21,6 +21,7 @@ import json
 import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
@@ -37,6 +38,9 @@ JIT_MOUNT = '/runner/.jitconfig'
 # The listings' ETags and last answers, beside the store: the next pass asks with If-None-Match, and GitHub's
 # 304 answers do not count against the rate limit.
 ETAGS_FILE = 'github-etags.json'
+# Runner containers created and started at once in a pass that starts several (their registrations come one
+# after the other before): the engine takes a few starts at a time well, and the last of a burst waits less.
+STARTERS = 4
 # The label that ties a runner container to the store that started it: two stores on one engine (two
 # inventories, a demo beside a test) must not adopt or drain each other's runners.
 STORE_LABEL = 'drover.store'
@@ -269,23 +273,63 @@ class PoolPass:
         del occupants[idx]
 
     def start(self, occupants, idx):
+        return self.start_many(occupants, [idx])
+
+    def start_many(self, occupants, slots):
+        """Start a runner in each slot: register them one after the other (GitHub), stopping at the first that
+        cannot be, then create and start their containers up to STARTERS at a time, so that the last runner
+        of a burst does not wait for every other one's start. True when every one started."""
         spec = self.spec
-        name = runner_name(spec, idx, self.now)
         if self.check_mode:
-            occupants[idx] = {'runner_name': name, 'runner_id': None, 'container_id': None, 'started_at': self.now,
-                              'state': 'planned', 'busy': False}
-            self.started.append(name)
+            for idx in slots:
+                name = runner_name(spec, idx, self.now)
+                occupants[idx] = {'runner_name': name, 'runner_id': None, 'container_id': None,
+                                  'started_at': self.now, 'state': 'planned', 'busy': False}
+                self.started.append(name)
             return True
         try:
             self._ensure_image()
         except EngineError as exc:
-            self._hold(plan_mod.CAUSE_START, 'cannot start %s: image pull failed: %s' % (name, exc))
+            self._hold(plan_mod.CAUSE_START, 'cannot start %s: image pull failed: %s'
+                       % (runner_name(spec, slots[0], self.now), exc))
             return False
+        prepared = []
+        for idx in slots:
+            ready = self._register(idx)
+            if ready is None:
+                break
+            prepared.append(ready)
+        if len(prepared) > 1:
+            with ThreadPoolExecutor(max_workers=min(STARTERS, len(prepared))) as pool:
+                launched = list(pool.map(self._launch, prepared))
+        else:
+            launched = [self._launch(ready) for ready in prepared]
+        every = len(prepared) == len(slots)
+        for (idx, name, runner_id, path), (cid, exc) in zip(prepared, launched):
+            if exc is not None:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+                self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
+                self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
+                every = False
+                continue
+            occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid,
+                              'started_at': self.now, 'state': 'running', 'busy': False}
+            self._started(name, runner_id, idx)
+        return every
+
+    def _register(self, idx):
+        """A JIT registration for the slot's runner, its config written to a root-only file: (slot, name,
+        runner id, file), or None (the pool held)."""
+        spec = self.spec
+        name = runner_name(spec, idx, self.now)
         registered, ok = self._github('register runner %s' % name, self.gh.register, name, spec.runner_group_id,
                                       spec.labels, spec.work_folder)
         if not ok:
             self._hold(plan_mod.CAUSE_REGISTER, 'cannot register runner %s' % name)
-            return False
+            return None
         runner_id, jit = registered
         path = self._jit_path(name)
         try:
@@ -298,10 +342,26 @@ class PoolPass:
             with os.fdopen(fd, 'w') as handle:
                 handle.write(jit)
             del jit
-            labels = {'drover.role': ROLE, 'drover.pool': spec.pool, 'drover.slot': str(idx + 1),
-                      'drover.runner-id': str(runner_id), 'drover.repository': owner_of(spec)}
-            if self.scope is not None:
-                labels[STORE_LABEL] = self.scope
+        except OSError as exc:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
+            self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
+            return None
+        return idx, name, runner_id, path
+
+    def _launch(self, ready):
+        """Create and start one runner's container (in a worker thread: engine calls only): (id, None) or
+        (None, the error); a container that would not start is removed."""
+        idx, name, runner_id, path = ready
+        spec = self.spec
+        labels = {'drover.role': ROLE, 'drover.pool': spec.pool, 'drover.slot': str(idx + 1),
+                  'drover.runner-id': str(runner_id), 'drover.repository': owner_of(spec)}
+        if self.scope is not None:
+            labels[STORE_LABEL] = self.scope
+        try:
             cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
@@ -312,18 +372,9 @@ class PoolPass:
             except EngineError:
                 self.engine.remove(cid)
                 raise
-        except (EngineError, OSError) as exc:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
-            self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
-            return False
-        occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid, 'started_at': self.now,
-                          'state': 'running', 'busy': False}
-        self._started(name, runner_id, idx)
-        return True
+        except EngineError as exc:
+            return None, exc
+        return cid, None
 
     def deregister_ended(self):
         """Delete the registrations of the runners that ended this pass (Busy: left to the next orphan cleanup)."""
@@ -506,9 +557,8 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
         work.stop(occupants, idx, kill=True)
     for idx in decided.stop:
         work.stop(occupants, idx, kill=False)
-    for idx in decided.start:
-        if not work.start(occupants, idx):
-            break
+    if decided.start:
+        work.start_many(occupants, list(decided.start))
     work.deregister_ended()
     work.save(occupants)
     return {

@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 import stat
+import threading
 
 import pytest
 
@@ -378,3 +379,54 @@ def test_a_jit_directory_others_can_write_starts_no_runner(tmp_path):
     assert not work.start({}, 0)
     assert work.engine.made == [] and os.listdir(str(jit)) == [] and gh.deleted == [7]
     assert any('writable by another user' in w for w in work.warnings), work.warnings
+
+
+class _Rendezvous(_Engine):
+    """An engine whose starts wait for each other: a pass that started its runners one by one never gets past
+    the first (the barrier breaks); `fail` names runners whose start fails."""
+
+    def __init__(self, parties, fail=()):
+        _Engine.__init__(self)
+        self.barrier = threading.Barrier(parties, timeout=10)
+        self.fail = fail
+        self.removed = []
+
+    def start(self, cid):
+        self.barrier.wait()
+        if any(cid.endswith(name) for name in self.fail):
+            from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
+            raise EngineError('no room')
+
+    def remove(self, cid):
+        self.removed.append(cid)
+
+
+def _burst(tmp_path, engine):
+    jit = tmp_path / 'jit'
+    jit.mkdir(mode=0o700)
+    work, gh = _pass('web', [], jit_dir=str(jit))
+    ids = iter(range(7, 100))
+    gh.register = lambda name, group, labels, folder: (next(ids), 'JIT-%s' % name)
+    work.engine = engine
+    return work, gh, jit
+
+
+def test_a_burst_of_runners_is_started_together(tmp_path):
+    """Registrations one by one, then the containers of a pass's runners created and started at once."""
+    work, gh, jit = _burst(tmp_path, _Rendezvous(2))
+    occupants = {}
+    assert work.start_many(occupants, [0, 1])
+    assert sorted(occupants) == [0, 1] and [o['runner_id'] for o in (occupants[0], occupants[1])] == [7, 8]
+    assert work.started == [occupants[0]['runner_name'], occupants[1]['runner_name']]
+    assert sorted(os.listdir(str(jit))) == sorted(work.started) and gh.deleted == []
+
+
+def test_a_runner_that_cannot_start_in_a_burst_leaves_the_others(tmp_path):
+    name = runner_name(_pass('web', [])[0].spec, 1, T0)
+    work, gh, jit = _burst(tmp_path, _Rendezvous(2, fail=(name,)))
+    occupants = {}
+    assert not work.start_many(occupants, [0, 1])
+    assert sorted(occupants) == [0] and work.started == [occupants[0]['runner_name']]
+    assert gh.deleted == [8] and os.listdir(str(jit)) == [occupants[0]['runner_name']]
+    assert work.engine.removed == ['cid-%s' % name]
+    assert work.state['hold_cause'] == 'start' and any('no room' in w for w in work.warnings), work.warnings
