@@ -10,7 +10,7 @@ queued, warm 0, the test runner image) waits for work. Each pass is what the rec
   previous one when it ran longer than that: what drover.fleet.reconcile_timer's units make systemd do.
 - webhook: no timer; a real `ansible-rulebook -r drover.fleet.pools_webhook` (docs/pools_webhook.md) on a
   loopback port gets one signed workflow_job delivery per queued job, as GitHub sends them, and runs
-  `drover.fleet.pools` for the burst (its 2 s throttle folds a burst into one pass).
+  `drover.fleet.pools` for the burst (its 1 s throttle folds a burst into one pass).
 
 --bursts times, at a random moment of the timer's cycle, --jobs jobs are queued at once. A job's pickup
 latency is the start of the runner container that took it (docker's State.StartedAt; the stand-in records

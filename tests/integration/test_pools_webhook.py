@@ -33,7 +33,7 @@ REPO = 'octo/hooked'
 ELSEWHERE = 'octo/elsewhere'
 LABELS = ['self-hosted', 'linux', 'drover']
 PLAY = 'PLAY [Converge the runner pools of drover.fleet hosts]'
-WINDOW = 2                    # the rulebook's throttle: once_after 2 seconds
+WINDOW = 1                    # the rulebook's throttle: once_after 1 second
 
 
 def free_port():
