@@ -18,6 +18,7 @@ import sqlite3
 import time
 import uuid
 
+import docker
 import pytest
 
 from procs import module_process, result_of
@@ -63,11 +64,18 @@ def converge(args, tmp_path, tag):
 
 
 def engine_view(engine, cluster):
-    """Every container of the cluster and every holder of its tasks: name -> (status, labels)."""
-    out = {}
-    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
-        out[c.name] = (c.status, c.labels)
-    return out
+    """Every container of the cluster and every holder of its tasks: name -> (status, labels). Right after a
+    kill, the engine may still finish a removal the module asked for: a container listed but gone before it
+    could be inspected means the listing is taken again."""
+    for attempt in range(10):
+        try:
+            return dict((c.name, (c.status, c.labels))
+                        for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}))
+        except docker.errors.NotFound:
+            if attempt == 9:
+                raise
+            time.sleep(0.3)
+    return {}
 
 
 def starts(engine, cluster, since):
