@@ -248,8 +248,12 @@ def test_container_name_of_another_task_is_refused(engine, cluster, converge, mo
 @pytest.mark.parametrize('args,words', [
     (dict(name='x', containers=[{'name': 'main'}]), ('image',)),
     (dict(name='x', containers=[container('a'), container('a')]), ('used twice',)),
+    (dict(name='x', log_drivers=['json-file'], task_definition={'family': 'x', 'containerDefinitions': [
+        {'name': 'a', 'image': IMAGE, 'logConfiguration': {'logDriver': 'syslog'}}]}),
+     ('logConfiguration.logDriver', 'not allowed on this host')),
     (dict(name='x', task_definition={'family': 'x', 'containerDefinitions': [
-        {'name': 'a', 'image': IMAGE, 'logConfiguration': {'logDriver': 'awslogs'}}]}), ('logConfiguration',)),
+        {'name': 'a', 'image': IMAGE, 'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:us-east-1:1:parameter/a'}]}]}),
+     ('containerDefinitions[0].secrets', 'not supported yet')),
     (dict(name='x', containers=[container('a', memory=2)]), ('memory', 'at least 6')),
     (dict(name='x', containers=[container('a', command='sleep 60')]), ('command', 'list')),
     (dict(name='x', purge=True, containers=[container('a')]), ('purge',)),
