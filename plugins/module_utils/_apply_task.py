@@ -44,6 +44,7 @@ def labels_for(decl, spec):
         'drover.container': spec.name,
         'drover.cluster': decl.cluster,
         'drover.spec-hash': decl.spec_hash,
+        'drover.spec-fields': decl.fields,
         'drover.essential': 'true' if spec.essential else 'false',
     }
     if spec.stop_timeout:
@@ -548,10 +549,14 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
             view = task_view(record)
+            if plan.remove and plan.start and decl.state == 'running' and plan.changed_fields is not None:
+                view['changed_fields'] = plan.changed_fields
             result['tasks'].append(view)
             result['events'].extend(events)
             befores[key] = _diff_view(stored.get(key))
             afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
+            if afters[key] is not None and view.get('changed_fields'):
+                afters[key]['changed_fields'] = view['changed_fields']
         if not check_mode:
             ledger.save(store, now)
             if any(t.state == 'running' and t.task_role_arn for t in tasks):

@@ -52,7 +52,7 @@ TD_METADATA_KEYS = ('taskDefinitionArn', 'revision', 'status', 'registeredAt', '
 Container = settings.Container
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
-    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings'))
+    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings', 'fields'))
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
@@ -111,11 +111,44 @@ def registry_auth(raw, field):
 
 def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
     """What makes two runs of a task the same: a change here replaces the task's containers."""
+    return _digest(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id), 16)
+
+
+def spec_doc(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
     doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn, 'cred_id': cred_id,
            'containers': [settings.hashable(c) for c in containers]}
     if network is not None:
         doc['awsvpc'] = _netns_spec.hashable(network)
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:16]
+    return doc
+
+
+def _digest(value, size):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:size]
+
+
+def spec_fields(doc):
+    """Each field of a spec (its doc) with a short digest of its value, as `containers[web].memory: 1a2b3c4d`: the
+    label drover.spec-fields, from which a replacement says which fields changed (never their values)."""
+    out = {}
+    for key, value in doc.items():
+        if key != 'containers':
+            out[key] = _digest(value, 8)
+            continue
+        for c in value:
+            for option, setting in c.items():
+                if option != 'name':
+                    out['containers[%s].%s' % (c['name'], option)] = _digest(setting, 8)
+    return json.dumps(out, sort_keys=True, separators=(',', ':'))
+
+
+def changed_fields(old, new):
+    """The fields two spec_fields labels disagree on, sorted; None when the old one is unknown."""
+    try:
+        before = json.loads(old)
+        after = json.loads(new)
+    except (TypeError, ValueError):
+        return None
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
 def task(raw, field='', defaults=None, allow_host_network=False, host=None):
@@ -227,7 +260,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
                 spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id),
-                warnings=tuple(warnings))
+                warnings=tuple(warnings),
+                fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id)))
 
 
 def host_policy(params):

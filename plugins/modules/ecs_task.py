@@ -441,6 +441,15 @@ task:
     held_until:
       description: The next run waits until then (ISO 8601, UTC).
       type: str
+    changed_fields:
+      description:
+        - When this pass replaces (or, in check mode, would replace) the task's containers because its declaration
+          changed, the fields that changed, as C(containers[<name>].<option>) or a task option (C(network_mode),
+          C(awsvpc)...). Only names, never values. In diff mode it is in the C(after) of the task too.
+      type: list
+      elements: str
+      returned: when a changed declaration replaces the task
+      sample: ['containers[httpd].memory', 'containers[httpd].health_check']
     network:
       description: The task network of an awsvpc task, in the shape M(drover.fleet.task_netns) returns it.
       type: dict
