@@ -71,15 +71,17 @@ def from_task_definition(td, field='task_definition'):
         raise SpecError('%s is checked by AWS\'s model of ECS, which comes with the Python library botocore: '
                         'install botocore (or boto3) on the managed host' % field)
     td = _td_model.normalize(td, field)
+    defs = td.get('containerDefinitions')
+    if not isinstance(defs, list) or not defs:
+        raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
+    # The container definitions first: a field a later release handles is named as such ("is not supported
+    # yet"), whatever else the document asks for.
+    containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
     unsupported = sorted(k for k, v in td.items()
                          if k not in TD_TASK_KEYS and k not in TD_METADATA_KEYS and not _empty(v))
     if unsupported:
         raise SpecError('%s has keys this collection does not support: %s (supported: %s)'
                         % (field, ', '.join(unsupported), ', '.join(TD_TASK_KEYS)))
-    defs = td.get('containerDefinitions')
-    if not isinstance(defs, list) or not defs:
-        raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
-    containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
     return (td.get('family'), td.get('networkMode'), td.get('taskRoleArn'), td.get('executionRoleArn'),
             containers)
 
@@ -170,6 +172,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     name = raw.get('name')
     containers_raw = raw.get('containers')
     containers_field = prefix + 'containers'
+    role_fields = {'task_role_arn': prefix + 'task_role_arn', 'execution_role_arn': prefix + 'execution_role_arn'}
     if raw.get('task_definition') is not None:
         if containers_raw:
             raise SpecError('%scontainers and %stask_definition are mutually exclusive' % (prefix, prefix))
@@ -186,6 +189,10 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (prefix, network_mode, prefix, td_mode))
             network_mode = td_mode
             mode_field = prefix + 'task_definition.networkMode'
+        if not task_role_arn and td_role:
+            role_fields['task_role_arn'] = prefix + 'task_definition.taskRoleArn'
+        if not execution_role_arn and td_exec:
+            role_fields['execution_role_arn'] = prefix + 'task_definition.executionRoleArn'
         task_role_arn = task_role_arn or td_role
         execution_role_arn = execution_role_arn or td_exec
     name = _name(name, prefix + 'name')
@@ -213,7 +220,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
             raise SpecError('%scred_id must be 1 to 64 letters, digits, ".", "_" or "-", got %r' % (prefix, cred_id))
     for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
         if val is not None and (not isinstance(val, str) or not val.startswith('arn:')):
-            raise SpecError('%s%s must be an IAM role ARN (arn:...), got %r' % (prefix, key, val))
+            raise SpecError('%s must be an IAM role ARN (arn:...), got %r' % (role_fields[key], val))
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     containers = ()

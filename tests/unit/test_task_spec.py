@@ -144,6 +144,24 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
     refused({'task_definition': td}, *words)
 
 
+@pytest.mark.parametrize('container', [
+    {'dependsOn': [{'containerName': 'db', 'condition': 'START'}]},
+    {'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:eu-west-1:123456789012:parameter/a'}]},
+    {'logConfiguration': {'logDriver': 'awsfirelens'}},
+])
+def test_a_field_of_a_later_release_is_named_before_what_the_task_level_asks(container):
+    td = dict(TD, proxyConfiguration={'containerName': 'envoy'},
+              containerDefinitions=[dict(TD['containerDefinitions'][0], **container)])
+    refused({'task_definition': td}, 'task_definition.containerDefinitions[0].', 'not supported yet')
+
+
+@pytest.mark.parametrize('key,field', [('taskRoleArn', 'task_definition.taskRoleArn'),
+                                       ('executionRoleArn', 'task_definition.executionRoleArn')])
+def test_a_role_of_the_task_definition_that_is_no_arn_is_named_where_it_is(key, field):
+    refused({'task_definition': dict(TD, **{key: 'ecsTaskRole'})}, field, 'ecsTaskRole')
+    refused({'tasks': [{'task_definition': dict(TD, **{key: 'ecsTaskRole'})}]}, 'tasks[0].' + field)
+
+
 def test_task_definition_network_mode_must_agree():
     refused({'task_definition': TD, 'network_mode': 'host'}, 'contradicts')
 
