@@ -162,8 +162,8 @@ def _ports(value, field, network_mode):
         return ()
     if not isinstance(value, (list, tuple)):
         raise SpecError('%s must be a list of port mappings' % field)
-    if network_mode != 'bridge':
-        raise SpecError('%s is only supported with network_mode bridge, not %s' % (field, network_mode))
+    if network_mode not in ('bridge', 'awsvpc'):
+        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
     out = []
     seen = set()
     for i, item in enumerate(value):
@@ -178,6 +178,14 @@ def _ports(value, field, network_mode):
         cport = _int(item['container_port'], where + '.container_port', 1, 65535)
         hport = item.get('host_port')
         hport = None if hport in (None, 0) else _int(hport, where + '.host_port', 1, 65535)
+        if network_mode == 'awsvpc':
+            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
+            # left out (then it is the container port) or equal to it.
+            if hport is not None and hport != cport:
+                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
+                                'port is published on the same host port (leave host_port out, or give %d), as '
+                                'AWS requires' % (where, hport, cport, cport))
+            hport = cport
         proto = item.get('protocol') or 'tcp'
         if proto not in PROTOCOLS:
             raise SpecError('%s.protocol must be one of %s, got %r' % (where, ', '.join(PROTOCOLS), proto))
@@ -461,9 +469,24 @@ def task(raw, field='', defaults=None, allow_host_network=False):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None
     if network_mode == 'awsvpc' and state == 'running':
-        if not raw.get('awsvpc'):
-            raise SpecError('%sawsvpc (eni_mac, and address or dhcp) is required with network_mode awsvpc' % prefix)
-        network = _netns_spec.net_spec(raw['awsvpc'], name, cluster, prefix + 'awsvpc')
+        # Without awsvpc.eni_mac, the task's namespace is held on the engine's bridge network and publishes
+        # the containers' ports; around an ENI, its address reaches the containers and nothing is published.
+        network = _netns_spec.net_spec(raw.get('awsvpc') or {}, name, cluster, prefix + 'awsvpc', eni_required=False)
+        published = {}
+        for i, spec in enumerate(containers):
+            where = '%s[%d].port_mappings' % (containers_field, i)
+            if spec.port_mappings and not _netns_spec.bridge_backed(network):
+                raise SpecError('%s: an awsvpc task with an ENI (%sawsvpc.eni_mac) publishes no ports, its containers '
+                                'are reached on the ENI\'s address; ports are published with network_mode bridge, '
+                                'or awsvpc without an ENI' % (where, prefix))
+            for j, port in enumerate(spec.port_mappings):
+                key = (port.container_port, port.protocol)
+                if key in published:
+                    raise SpecError('%s[%d]: port %d/%s is mapped by container %s too; the containers of an awsvpc '
+                                    'task share one network namespace' % (where, j, key[0], key[1], published[key]))
+                published[key] = spec.name
+        network = network._replace(ports=tuple(
+            (p.container_port, p.host_port, p.protocol) for c in containers for p in c.port_mappings))
     elif raw.get('awsvpc') and network_mode != 'awsvpc':
         raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
     if network_mode == 'host' and state == 'running' and not allow_host_network:
