@@ -28,6 +28,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import br
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
@@ -43,8 +44,11 @@ def labels_for(decl, spec):
         'drover.container': spec.name,
         'drover.cluster': decl.cluster,
         'drover.spec-hash': decl.spec_hash,
+        'drover.spec-fields': decl.fields,
         'drover.essential': 'true' if spec.essential else 'false',
     }
+    if spec.stop_timeout:
+        labels['drover.stop-timeout'] = str(spec.stop_timeout)
     if decl.task_role_arn:
         labels['drover.task-role'] = decl.task_role_arn
     return labels
@@ -370,14 +374,13 @@ class Pass:
             if uuids:
                 labels['drover.gpus'] = ','.join(uuids)
             environment, device_requests = self._delivery(uuids, environment)
+            config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
+            more_labels.update(labels)                   # the collection's own labels win
             try:
                 cid = self.engine.create(
-                    container_name(decl, spec), spec.image, labels, command=spec.command,
-                    entrypoint=spec.entrypoint, environment=environment, cpu_shares=spec.cpu,
-                    memory_mib=spec.memory, ports=spec.port_mappings if decl.network is None else None,
-                    network_mode=network_mode,
-                    device_requests=device_requests, cap_add=spec.capabilities.add,
-                    cap_drop=spec.capabilities.drop)
+                    container_name(decl, spec), spec.image, more_labels, environment=environment,
+                    ports=spec.port_mappings if decl.network is None else None, network_mode=network_mode,
+                    device_requests=device_requests, config=config, host=host)
                 made.append(cid)
                 self.engine.start(cid)
             except EngineError as exc:
@@ -395,6 +398,23 @@ class Pass:
         return views, None, netview
 
     @staticmethod
+    def _names(decl):
+        """The task's container names -> their names on the engine (links, volumes_from)."""
+        return dict((c.name, container_name(decl, c)) for c in decl.containers)
+
+    @staticmethod
+    def _volumes(decl):
+        """The task's volumes -> what a mount point binds."""
+        return {}
+
+    def _stop(self, obs):
+        """Remove one container; one declared with a stop timeout gets its grace period first."""
+        timeout = obs['labels'].get('drover.stop-timeout')
+        if timeout and obs.get('state') == 'running':
+            self.engine.stop(obs['id'], int(timeout))
+        self.engine.remove(obs['id'])
+
+    @staticmethod
     def _failed_views(decl):
         return [plan_mod.declared_view(s, plan_mod.STOPPED) for s in decl.containers]
 
@@ -408,8 +428,8 @@ class Pass:
         events = list(plan.events)
         changed = plan.changed
         if not self.check_mode:
-            for obs in plan.remove:
-                self.engine.remove(obs['id'])
+            for obs in reversed(plan.remove):
+                self._stop(obs)
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
         ending = plan.remove or plan.delete or (not plan.start and record['last_status'] == plan_mod.STOPPED) \
@@ -430,6 +450,7 @@ class Pass:
                     plan_mod.declared_view(s, plan_mod.PENDING, self._gpus_for(decl, s)[0]) for s in decl.containers])
                 events.append(plan_mod.event('task.running', plan.key, now))
             else:
+                self.warnings.extend(decl.warnings)
                 self._put(record, now)                   # PENDING: a cut-short start is found again
                 views, reason, netview = self._start_run(decl, plan.resume)
                 if reason is None:
@@ -540,10 +561,14 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
             view = task_view(record)
+            if plan.remove and plan.start and decl.state == 'running' and plan.changed_fields is not None:
+                view['changed_fields'] = plan.changed_fields
             result['tasks'].append(view)
             result['events'].extend(events)
             befores[key] = _diff_view(stored.get(key))
             afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
+            if afters[key] is not None and view.get('changed_fields'):
+                afters[key]['changed_fields'] = view['changed_fields']
         if not check_mode:
             ledger.save(store, now)
             if any(t.state == 'running' and t.task_role_arn for t in tasks):

@@ -171,16 +171,23 @@ class Engine:
 
     def create(self, name, image, labels, command=None, entrypoint=None, environment=None, cpu_shares=None,
                memory_mib=None, ports=None, network_mode=None, dns=None, device_requests=None, binds=None,
-               cpus=None, cap_add=None, cap_drop=None):
+               cpus=None, cap_add=None, cap_drop=None, config=None, host=None):
         """Create one container; `ports` is a list of (container_port, host_port or None, protocol); `cap_add`
-        and `cap_drop`: Linux capability names (NET_RAW) given to or taken from the engine's default set."""
+        and `cap_drop`: Linux capability names (NET_RAW) given to or taken from the engine's default set.
+        `config` and `host`: further keyword arguments of the Docker SDK's create_container and
+        create_host_config, as plain values (a task container's settings, rendered from their table)."""
         bindings = {}
         exposed = []
         for cport, hport, proto in ports or ():
             key = '%d/%s' % (cport, proto)
             exposed.append((cport, proto))
             bindings[key] = hport
-        host_config = self.api.create_host_config(
+        extra = dict((k, v) for k, v in (host or {}).items() if v is not None)
+        if 'ulimits' in extra:
+            extra['ulimits'] = [docker.types.Ulimit(**u) for u in extra['ulimits']]
+        if 'log_config' in extra:
+            extra['log_config'] = docker.types.LogConfig(**extra['log_config'])
+        base = dict(
             port_bindings=bindings or None,
             cpu_shares=cpu_shares,
             mem_limit='%dm' % memory_mib if memory_mib else None,
@@ -192,12 +199,18 @@ class Engine:
             cap_add=list(cap_add) if cap_add else None,
             cap_drop=list(cap_drop) if cap_drop else None,
         )
+        base.update(extra)
+        host_config = self.api.create_host_config(**base)
+        more = dict((k, v) for k, v in (config or {}).items() if v is not None)
+        if 'healthcheck' in more:
+            more['healthcheck'] = docker.types.Healthcheck(**more['healthcheck'])
         try:
-            created = self.api.create_container(
-                image=image, name=name, labels=labels, command=list(command) if command is not None else None,
-                entrypoint=list(entrypoint) if entrypoint is not None else None,
-                environment=dict(environment or {}), host_config=host_config,
-                ports=exposed or None, detach=True)
+            call = dict(image=image, name=name, labels=labels, command=list(command) if command is not None else None,
+                        entrypoint=list(entrypoint) if entrypoint is not None else None,
+                        environment=dict(environment or {}), host_config=host_config,
+                        ports=exposed or None, detach=True)
+            call.update(more)
+            created = self.api.create_container(**call)
         except Exception as exc:
             raise EngineError(_explain(exc))
         return created['Id']
@@ -207,6 +220,16 @@ class Engine:
             self.api.start(container_id)
         except Exception as exc:
             raise EngineError(_explain(exc))
+
+    def stop(self, container_id, timeout):
+        """Stop with a grace period: the stop signal, then the kill after `timeout` seconds."""
+        try:
+            self.api.stop(container_id, timeout=timeout)
+        except docker_errors.NotFound:
+            return False
+        except Exception as exc:
+            raise EngineError('stop container %s: %s' % (container_id[:12], _explain(exc)))
+        return True
 
     def remove(self, container_id):
         """Kill, then delete; a container already gone is not an error."""

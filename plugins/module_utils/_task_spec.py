@@ -21,26 +21,18 @@ import re
 
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name as _name
 from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
+from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+from ansible_collections.drover.fleet.plugins.module_utils import _td_model
+# What other declarations share with a task's containers.
+from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (  # noqa: F401
+    IMAGE_RE, MIN_MEMORY_MIB, CAPABILITIES, DEFAULT_DROP, Capabilities, PortMapping, capabilities,
+    check_environment_size)
 
-# Docker refuses a memory limit below 6 MiB ("Minimum memory limit allowed is 6MB").
-MIN_MEMORY_MIB = 6
 # Docker limits a container name to 255 bytes; the container name is '<task>-<container>'.
 MAX_CONTAINER_NAME = 255
-# An image reference, after the grammar of Docker's distribution library: [domain/]path[:tag][@digest].
-_LABEL = r'[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?'
-# A first component is a registry host only with a dot, a port, or as localhost (else it is a path).
-_DOMAIN = r'(?:(?:localhost|%s(?:\.%s)+)(?::[0-9]+)?/|%s:[0-9]+/)' % (_LABEL, _LABEL, _LABEL)
-_PATH = r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
-IMAGE_RE = re.compile(r'^%s?%s(?:/%s)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z'
-                      % (_DOMAIN, _PATH, _PATH), re.ASCII)
-# Bounds, as ECS has them: at most 10 container definitions in a task definition; a whole task definition
-# is at most 64 KiB, so no container's environment (NAME=value strings, UTF-8) and no container's command or
-# entry point (its arguments) is larger. Each stays under Linux's 128 KiB for one string (MAX_ARG_STRLEN)
-# and, all of one container together, far under its total for arguments and environment (a quarter of the
-# stack limit, 2 MiB by default). ECS's StopTask takes a reason of at most 255 characters.
+# Bounds, as ECS has them: at most 10 container definitions in a task definition; ECS's StopTask takes a reason
+# of at most 255 characters.
 MAX_CONTAINERS = 10
-MAX_ENVIRONMENT_BYTES = 64 * 1024
-MAX_ARGV_BYTES = 64 * 1024
 MAX_STOP_REASON = 255
 # A credential ID ends up in a URI path (/v2/credentials/<id>).
 CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}\Z')
@@ -48,20 +40,7 @@ NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
 STATES = ('running', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
 PULL_POLICIES = ('missing', 'always', 'never')
-PROTOCOLS = ('tcp', 'udp')
-
-CONTAINER_KEYS = ('name', 'image', 'command', 'entrypoint', 'environment', 'essential', 'cpu', 'memory',
-                  'port_mappings', 'gpu', 'capabilities')
-# The Linux capabilities a container may add or drop, as ECS names them (KernelCapabilities in the ECS API).
-CAPABILITIES = ('ALL', 'AUDIT_CONTROL', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH',
-                'FOWNER', 'FSETID', 'IPC_LOCK', 'IPC_OWNER', 'KILL', 'LEASE', 'LINUX_IMMUTABLE', 'MAC_ADMIN',
-                'MAC_OVERRIDE', 'MKNOD', 'NET_ADMIN', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_RAW', 'SETFCAP',
-                'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_CHROOT', 'SYS_MODULE', 'SYS_NICE',
-                'SYS_PACCT', 'SYS_PTRACE', 'SYS_RAWIO', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'SYSLOG',
-                'WAKE_ALARM')
-# Dropped from every container unless its declaration adds it back: with NET_RAW a container on a shared
-# bridge can forge ARP and spoof its neighbours (the host, other tasks) and read their traffic.
-DEFAULT_DROP = ('NET_RAW',)
+CONTAINER_KEYS = settings.OPTIONS
 
 # ECS task definition keys (as DescribeTaskDefinition returns them) that map onto this collection.
 TD_TASK_KEYS = ('family', 'containerDefinitions', 'networkMode', 'taskRoleArn', 'executionRoleArn')
@@ -69,198 +48,12 @@ TD_TASK_KEYS = ('family', 'containerDefinitions', 'networkMode', 'taskRoleArn', 
 TD_METADATA_KEYS = ('taskDefinitionArn', 'revision', 'status', 'registeredAt', 'registeredBy',
                     'deregisteredAt', 'requiresAttributes', 'compatibilities', 'requiresCompatibilities',
                     'tags')
-TD_CONTAINER_KEYS = ('name', 'image', 'command', 'entryPoint', 'environment', 'essential', 'cpu', 'memory',
-                     'portMappings', 'resourceRequirements', 'linuxParameters')
-# Members of a container definition's linuxParameters that map onto this collection.
-TD_LINUX_KEYS = ('capabilities',)
 
-Container = collections.namedtuple('Container', CONTAINER_KEYS)
-# What a container is created with: cap_add and cap_drop, each a sorted tuple of capability names.
-Capabilities = collections.namedtuple('Capabilities', ('add', 'drop'))
-PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
+Container = settings.Container
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
-    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash'))
+    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings', 'fields'))
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int(value, field, minimum=None, maximum=None):
-    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
-        value = int(value)
-    if not _is_int(value):
-        raise SpecError('%s must be a whole number, got %r' % (field, value))
-    if minimum is not None and value < minimum:
-        raise SpecError('%s must be at least %d, got %d' % (field, minimum, value))
-    if maximum is not None and value > maximum:
-        raise SpecError('%s must be at most %d, got %d' % (field, maximum, value))
-    return value
-
-
-def _bool(value, field):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ('yes', 'true', 'on', '1', 'no', 'false', 'off', '0'):
-        return value.lower() in ('yes', 'true', 'on', '1')
-    raise SpecError('%s must be true or false, got %r' % (field, value))
-
-
-def _argv(value, field):
-    """A command or entrypoint: a list of strings (an exec form), or None."""
-    if value is None:
-        return None
-    if not isinstance(value, (list, tuple)):
-        raise SpecError('%s must be a list of strings (exec form, e.g. ["sleep", "60"]), got %s %r'
-                        % (field, type(value).__name__, value))
-    out = []
-    for i, arg in enumerate(value):
-        if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
-            raise SpecError('%s[%d] must be a string, got %r' % (field, i, arg))
-        out.append(str(arg))
-    size = sum(len(arg.encode('utf-8', 'surrogatepass')) + 1 for arg in out)
-    if size > MAX_ARGV_BYTES:
-        raise SpecError('%s is %d bytes long: at most %d (64 KiB, the size of a whole ECS task definition)'
-                        % (field, size, MAX_ARGV_BYTES))
-    return tuple(out)
-
-
-def _environment(value, field):
-    if value is None:
-        return ()
-    if not isinstance(value, dict):
-        raise SpecError('%s must be a mapping of variable names to values, got %r' % (field, type(value).__name__))
-    out = []
-    for key, val in value.items():
-        if not isinstance(key, str) or not key or '=' in key or '\0' in key:
-            raise SpecError('%s has an invalid variable name %r' % (field, key))
-        if isinstance(val, bool):
-            val = 'true' if val else 'false'
-        elif val is None:
-            val = ''
-        elif isinstance(val, (int, float)):
-            val = str(val)
-        elif not isinstance(val, str):
-            raise SpecError('%s.%s must be a string, got %s' % (field, key, type(val).__name__))
-        out.append((key, val))
-    check_environment_size(out, field)
-    return tuple(sorted(out))
-
-
-def check_environment_size(pairs, field):
-    """An environment ((name, value) pairs) of at most MAX_ENVIRONMENT_BYTES, counted as NAME=value strings."""
-    size = sum(len(('%s=%s' % (k, v)).encode('utf-8', 'surrogatepass')) + 1 for k, v in pairs)
-    if size > MAX_ENVIRONMENT_BYTES:
-        raise SpecError('%s is %d bytes (NAME=value, all variables together): at most %d (64 KiB, the size of a '
-                        'whole ECS task definition)' % (field, size, MAX_ENVIRONMENT_BYTES))
-
-
-def _ports(value, field, network_mode):
-    if value is None or value == []:
-        return ()
-    if not isinstance(value, (list, tuple)):
-        raise SpecError('%s must be a list of port mappings' % field)
-    if network_mode not in ('bridge', 'awsvpc'):
-        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
-    out = []
-    seen = set()
-    for i, item in enumerate(value):
-        where = '%s[%d]' % (field, i)
-        if not isinstance(item, dict):
-            raise SpecError('%s must be a mapping with container_port, host_port, protocol' % where)
-        unknown = sorted(set(item) - {'container_port', 'host_port', 'protocol'})
-        if unknown:
-            raise SpecError('%s has unsupported keys: %s' % (where, ', '.join(unknown)))
-        if item.get('container_port') is None:
-            raise SpecError('%s.container_port is required' % where)
-        cport = _int(item['container_port'], where + '.container_port', 1, 65535)
-        hport = item.get('host_port')
-        hport = None if hport in (None, 0) else _int(hport, where + '.host_port', 1, 65535)
-        if network_mode == 'awsvpc':
-            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
-            # left out (then it is the container port) or equal to it.
-            if hport is not None and hport != cport:
-                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
-                                'port is published on the same host port (leave host_port out, or give %d), as '
-                                'AWS requires' % (where, hport, cport, cport))
-            hport = cport
-        proto = item.get('protocol') or 'tcp'
-        if proto not in PROTOCOLS:
-            raise SpecError('%s.protocol must be one of %s, got %r' % (where, ', '.join(PROTOCOLS), proto))
-        key = (hport, proto) if hport else ('c', cport, proto)
-        if key in seen:
-            raise SpecError('%s maps the same port twice (%s/%s)' % (where, hport or cport, proto))
-        seen.add(key)
-        out.append(PortMapping(cport, hport, proto))
-    return tuple(out)
-
-
-def _cap_list(value, field):
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)):
-        raise SpecError('%s must be a list of capability names, got %r' % (field, value))
-    for i, name in enumerate(value):
-        if name not in CAPABILITIES:
-            raise SpecError('%s[%d] %r is not a capability name ECS knows (one of %s)'
-                            % (field, i, name, ', '.join(CAPABILITIES)))
-    return tuple(sorted(set(value)))
-
-
-def capabilities(raw, field):
-    """`{add: [...], drop: [...]}` (ECS's KernelCapabilities) to what the container is created with: NET_RAW is
-    dropped unless it is added back (or ALL is added)."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise SpecError('%s must be a mapping with add and drop (lists of capability names), got %s'
-                        % (field, type(raw).__name__))
-    unknown = sorted(k for k, v in raw.items() if k not in ('add', 'drop') and v is not None)
-    if unknown:
-        raise SpecError('%s has unsupported keys: %s (supported: add, drop)' % (field, ', '.join(unknown)))
-    add = _cap_list(raw.get('add'), field + '.add')
-    drop = _cap_list(raw.get('drop'), field + '.drop')
-    both = sorted(set(add) & set(drop))
-    if both:
-        raise SpecError('%s: %s is both added and dropped' % (field, ', '.join(both)))
-    if 'ALL' not in add:
-        drop = tuple(sorted(set(drop) | set(c for c in DEFAULT_DROP if c not in add)))
-    return Capabilities(add, drop)
-
-
-def container(raw, field, network_mode):
-    """One entry of `containers`, checked and made typed."""
-    if not isinstance(raw, dict):
-        raise SpecError('%s must be a mapping' % field)
-    unknown = sorted(set(raw) - set(CONTAINER_KEYS))
-    if unknown:
-        raise SpecError('%s has unsupported keys: %s (supported: %s)'
-                        % (field, ', '.join(unknown), ', '.join(CONTAINER_KEYS)))
-    name = _name(raw.get('name'), field + '.name')
-    image = raw.get('image')
-    if not isinstance(image, str) or not image.strip():
-        raise SpecError('%s.image is required (container %s has no image)' % (field, name))
-    if not IMAGE_RE.match(image):
-        raise SpecError('%s.image %r is not a valid image reference' % (field, image))
-    essential = raw.get('essential')
-    cpu = raw.get('cpu')
-    memory = raw.get('memory')
-    gpu = raw.get('gpu')
-    return Container(
-        name=name,
-        image=image,
-        command=_argv(raw.get('command'), field + '.command'),
-        entrypoint=_argv(raw.get('entrypoint'), field + '.entrypoint'),
-        environment=_environment(raw.get('environment'), field + '.environment'),
-        essential=True if essential is None else _bool(essential, field + '.essential'),
-        cpu=None if cpu in (None, 0) else _int(cpu, field + '.cpu', 2, 262144),
-        memory=None if memory is None else _int(memory, field + '.memory', MIN_MEMORY_MIB),
-        port_mappings=_ports(raw.get('port_mappings'), field + '.port_mappings', network_mode),
-        gpu=0 if gpu is None else _int(gpu, field + '.gpu', 0, 64),
-        capabilities=capabilities(raw.get('capabilities'), field + '.capabilities'),
-    )
 
 
 def _empty(value):
@@ -274,8 +67,10 @@ def from_task_definition(td, field='task_definition'):
     A key that asks for something this collection does not do is refused by name; keys AWS fills
     with empty values ([] or {}) ask for nothing and pass.
     """
-    if not isinstance(td, dict):
-        raise SpecError('%s must be a mapping (an ECS task definition)' % field)
+    if not _td_model.HAS_BOTOCORE:
+        raise SpecError('%s is checked by AWS\'s model of ECS, which comes with the Python library botocore: '
+                        'install botocore (or boto3) on the managed host' % field)
+    td = _td_model.normalize(td, field)
     unsupported = sorted(k for k, v in td.items()
                          if k not in TD_TASK_KEYS and k not in TD_METADATA_KEYS and not _empty(v))
     if unsupported:
@@ -284,62 +79,7 @@ def from_task_definition(td, field='task_definition'):
     defs = td.get('containerDefinitions')
     if not isinstance(defs, list) or not defs:
         raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
-    containers = []
-    for i, cd in enumerate(defs):
-        where = '%s.containerDefinitions[%d]' % (field, i)
-        if not isinstance(cd, dict):
-            raise SpecError('%s must be a mapping' % where)
-        bad = sorted(k for k, v in cd.items() if k not in TD_CONTAINER_KEYS and not _empty(v))
-        if bad:
-            raise SpecError('%s has keys this collection does not support: %s (supported: %s)'
-                            % (where, ', '.join(bad), ', '.join(TD_CONTAINER_KEYS)))
-        raw = {'name': cd.get('name'), 'image': cd.get('image'), 'command': cd.get('command'),
-               'entrypoint': cd.get('entryPoint'), 'essential': cd.get('essential'), 'cpu': cd.get('cpu'),
-               'memory': cd.get('memory')}
-        env = cd.get('environment')
-        if env:
-            if not isinstance(env, list):
-                raise SpecError('%s.environment must be a list of {name, value}' % where)
-            raw['environment'] = {}
-            for j, pair in enumerate(env):
-                if not isinstance(pair, dict) or 'name' not in pair or set(pair) - {'name', 'value'}:
-                    raise SpecError('%s.environment[%d] must be {name, value}' % (where, j))
-                raw['environment'][pair['name']] = pair.get('value')
-        ports = cd.get('portMappings')
-        if ports:
-            if not isinstance(ports, list):
-                raise SpecError('%s.portMappings must be a list' % where)
-            raw['port_mappings'] = []
-            for j, pm in enumerate(ports):
-                if not isinstance(pm, dict):
-                    raise SpecError('%s.portMappings[%d] must be a mapping' % (where, j))
-                extra = sorted(set(pm) - {'containerPort', 'hostPort', 'protocol'})
-                if extra:
-                    raise SpecError('%s.portMappings[%d] has keys this collection does not support: %s'
-                                    % (where, j, ', '.join(extra)))
-                raw['port_mappings'].append({'container_port': pm.get('containerPort'),
-                                             'host_port': pm.get('hostPort'), 'protocol': pm.get('protocol')})
-        reqs = cd.get('resourceRequirements')
-        if reqs:
-            if not isinstance(reqs, list):
-                raise SpecError('%s.resourceRequirements must be a list' % where)
-            for j, req in enumerate(reqs):
-                if not isinstance(req, dict) or req.get('type') != 'GPU':
-                    raise SpecError('%s.resourceRequirements[%d]: only {type: GPU, value: N} is supported'
-                                    % (where, j))
-                raw['gpu'] = req.get('value')
-        linux = cd.get('linuxParameters')
-        if linux:
-            if not isinstance(linux, dict):
-                raise SpecError('%s.linuxParameters must be a mapping' % where)
-            bad = sorted(k for k, v in linux.items() if k not in TD_LINUX_KEYS and not _empty(v))
-            if bad:
-                raise SpecError('%s.linuxParameters has keys this collection does not support: %s (supported: %s)'
-                                % (where, ', '.join(bad), ', '.join(TD_LINUX_KEYS)))
-            if not _empty(linux.get('capabilities')):
-                capabilities(linux['capabilities'], where + '.linuxParameters.capabilities')
-                raw['capabilities'] = linux['capabilities']
-        containers.append(raw)
+    containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
     return (td.get('family'), td.get('networkMode'), td.get('taskRoleArn'), td.get('executionRoleArn'),
             containers)
 
@@ -371,16 +111,50 @@ def registry_auth(raw, field):
 
 def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
     """What makes two runs of a task the same: a change here replaces the task's containers."""
+    return _digest(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id), 16)
+
+
+def spec_doc(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
     doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn, 'cred_id': cred_id,
-           'containers': [c._asdict() for c in containers]}
+           'containers': [settings.hashable(c) for c in containers]}
     if network is not None:
         doc['awsvpc'] = _netns_spec.hashable(network)
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:16]
+    return doc
 
 
-def task(raw, field='', defaults=None, allow_host_network=False):
+def _digest(value, size):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:size]
+
+
+def spec_fields(doc):
+    """Each field of a spec (its doc) with a short digest of its value, as `containers[web].memory: 1a2b3c4d`: the
+    label drover.spec-fields, from which a replacement says which fields changed (never their values)."""
+    out = {}
+    for key, value in doc.items():
+        if key != 'containers':
+            out[key] = _digest(value, 8)
+            continue
+        for c in value:
+            for option, setting in c.items():
+                if option != 'name':
+                    out['containers[%s].%s' % (c['name'], option)] = _digest(setting, 8)
+    return json.dumps(out, sort_keys=True, separators=(',', ':'))
+
+
+def changed_fields(old, new):
+    """The fields two spec_fields labels disagree on, sorted; None when the old one is unknown."""
+    try:
+        before = json.loads(old)
+        after = json.loads(new)
+    except (TypeError, ValueError):
+        return None
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     """One task declaration (the module's top-level options, or one entry of `tasks`). A running task on the
-    host's network is refused unless `allow_host_network`."""
+    host's network is refused unless `allow_host_network`. `host`: the host's policy for containers
+    (allow_privileged, log_drivers, log_driver_map)."""
     prefix = field + '.' if field else ''
     raw = dict(raw)
     mode_field = prefix + 'network_mode' if raw.get('network_mode') is not None else 'network_mode'
@@ -443,6 +217,7 @@ def task(raw, field='', defaults=None, allow_host_network=False):
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     containers = ()
+    warnings = []
     if state == 'running' or containers_raw:
         if not isinstance(containers_raw, list) or not containers_raw:
             if state == 'running':
@@ -455,7 +230,9 @@ def task(raw, field='', defaults=None, allow_host_network=False):
         out = []
         seen = set()
         for i, item in enumerate(containers_raw):
-            spec = container(item, '%s[%d]' % (containers_field, i), network_mode)
+            spec, said = settings.parse(item, '%s[%d]' % (containers_field, i), network_mode, host,
+                                        ecs=raw.get('task_definition') is not None)
+            warnings.extend(said)
             if spec.name in seen:
                 raise SpecError('%s[%d].name %r is used twice in task %s: container names must be unique'
                                 % (containers_field, i, spec.name, name))
@@ -465,6 +242,7 @@ def task(raw, field='', defaults=None, allow_host_network=False):
                                 % (containers_field, i, name, spec.name, MAX_CONTAINER_NAME))
             out.append(spec)
         containers = tuple(out)
+        settings.check_references(containers, containers_field, network_mode, set())
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None
@@ -496,7 +274,15 @@ def task(raw, field='', defaults=None, allow_host_network=False):
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
-                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id))
+                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id),
+                warnings=tuple(warnings),
+                fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id)))
+
+
+def host_policy(params):
+    """The host's policy for what a task's containers may do, from the module's options."""
+    return {'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
+            'log_driver_map': params.get('log_driver_map')}
 
 
 TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'awsvpc', 'state',
@@ -516,7 +302,7 @@ def task_set(params):
             raise SpecError('purge needs tasks (the whole set of the cluster\'s tasks), not a single name')
         if single.get('name') is None and single.get('task_definition') is None:
             raise SpecError('name (or task_definition with a family) is required when tasks is not given')
-        return [task(single, allow_host_network=bool(params.get('allow_host_network')))], None
+        return [task(single, allow_host_network=bool(params.get('allow_host_network')), host=host_policy(params))], None
     given = sorted(k for k in ('name', 'containers', 'task_definition', 'stop_reason') if params.get(k) is not None)
     if given:
         raise SpecError('tasks is mutually exclusive with %s: declare those inside each entry of tasks'
@@ -533,7 +319,7 @@ def task_set(params):
         if unknown:
             raise SpecError('%s has unsupported keys: %s (supported: %s)'
                             % (field, ', '.join(unknown), ', '.join(TASK_OPTION_KEYS)))
-        spec = task(raw, field, defaults, bool(params.get('allow_host_network')))
+        spec = task(raw, field, defaults, bool(params.get('allow_host_network')), host_policy(params))
         key = (spec.cluster, spec.name)
         other = chosen.get(key)
         if other is None:

@@ -31,6 +31,7 @@ description:
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
+  - drover.fleet.containers
   - drover.fleet.host
   - drover.fleet.host.LOCK
   - drover.fleet.attributes
@@ -61,100 +62,6 @@ options:
       - With O(tasks), the default cluster of every entry, and the cluster O(purge) applies to.
     type: str
     default: default
-  containers:
-    description:
-      - The task's containers, started in this order.
-      - Required with O(state=running) unless O(task_definition) is given.
-      - At most 10, as in an ECS task definition.
-    type: list
-    elements: dict
-    suboptions:
-      name:
-        description: The container's name in the task.
-        type: str
-        required: true
-      image:
-        description: The image reference, for example V(drover.local/busybox:1).
-        type: str
-        required: true
-      command:
-        description:
-          - The command, as a list of arguments (exec form). A plain string is refused, so that
-            C(sh -c "a; b") is never split in a surprising place.
-        type: raw
-      entrypoint:
-        description: The entrypoint, as a list of arguments (exec form).
-        type: raw
-      environment:
-        description:
-          - Environment variables; values are turned into strings.
-          - At most 64 KiB in all (the C(NAME=value) strings in UTF-8), the size of a whole ECS task definition;
-            O(containers[].command) and O(containers[].entrypoint) are bounded the same way.
-        type: dict
-      essential:
-        description: When an essential container exits, the whole task stops.
-        type: bool
-        default: true
-      cpu:
-        description:
-          - CPU units, 1024 to one CPU, given to the container as relative CPU shares (as ECS does on EC2).
-          - V(0) or unset gives the engine's default.
-        type: int
-      memory:
-        description: The hard memory limit in MiB; at least 6 (the engine's minimum).
-        type: int
-      port_mappings:
-        description:
-          - Published ports, with O(network_mode=bridge), or O(network_mode=awsvpc) without O(awsvpc.eni_mac)
-            (then they are published on the task's network holder).
-          - With O(network_mode=awsvpc), as AWS requires, O(containers[].port_mappings[].host_port) is left out
-            (the port is published on the host port of the same number) or equal to
-            O(containers[].port_mappings[].container_port); any other host port is refused. A port is mapped
-            by one container of the task only (they share one network namespace).
-        type: list
-        elements: dict
-        suboptions:
-          container_port:
-            description: The port inside the container.
-            type: int
-            required: true
-          host_port:
-            description:
-              - The port on the host; unset or V(0) picks a free one (with O(network_mode=awsvpc), the container
-                port).
-            type: int
-          protocol:
-            description: The protocol.
-            type: str
-            choices: [tcp, udp]
-            default: tcp
-      gpu:
-        description:
-          - How many GPUs the container asks for. They are pinned to it in the host's GPU ledger before it
-            starts (all or nothing), handed to it as O(gpu_delivery) says, reported as C(gpu_ids), and released
-            on every path that ends the task.
-          - When the ledger is short the container runs without GPUs and a warning says so, unless
-            O(gpu_strict) is set.
-        type: int
-        default: 0
-      capabilities:
-        description:
-          - Linux capabilities given to or taken from the engine's default set, as ECS's
-            C(linuxParameters.capabilities) does, with ECS's names (V(NET_RAW), V(SYS_PTRACE), V(ALL)...).
-          - Every container runs B(without) C(NET_RAW) (no raw or packet sockets, so no forged ARP or sniffing
-            of the other containers on the bridge) unless O(containers[].capabilities.add) names it (or V(ALL)).
-            C(ping) in a container needs it back, or an image whose C(ping) uses ICMP datagram sockets.
-          - A change replaces the task's containers.
-        type: dict
-        suboptions:
-          add:
-            description: Capabilities added (Docker's C(--cap-add)).
-            type: list
-            elements: str
-          drop:
-            description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
-            type: list
-            elements: str
   task_definition:
     description:
       - An ECS task definition as AWS returns it (C(aws ecs describe-task-definition) output's
@@ -354,6 +261,27 @@ options:
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: bool
     default: false
+  allow_privileged:
+    description:
+      - The host's policy for O(containers[].privileged) (ECS C(privileged)). Unset, a task with a privileged
+        container is refused (the message names the field) and nothing changes.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: bool
+    default: false
+  log_drivers:
+    description:
+      - The log drivers this host allows for O(containers[].log_configuration) (ECS C(logConfiguration)); a task
+        asking for another one is refused.
+    type: list
+    elements: str
+    choices: [json-file, local, syslog, journald, gelf, fluentd, none]
+    default: [json-file, local, syslog, journald, gelf, fluentd, none]
+  log_driver_map:
+    description:
+      - Log drivers this host cannot serve, and the driver each becomes (its options dropped), with a warning when
+        the task's containers are made. By default V(awslogs) and V(splunk) become V(local).
+    type: dict
+    default: {awslogs: local, splunk: local}
   tasks:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
@@ -545,6 +473,15 @@ task:
     held_until:
       description: The next run waits until then (ISO 8601, UTC).
       type: str
+    changed_fields:
+      description:
+        - When this pass replaces (or, in check mode, would replace) the task's containers because its declaration
+          changed, the fields that changed, as C(containers[<name>].<option>) or a task option (C(network_mode),
+          C(awsvpc)...). Only names, never values. In diff mode it is in the C(after) of the task too.
+      type: list
+      elements: str
+      returned: when a changed declaration replaces the task
+      sample: ['containers[httpd].memory', 'containers[httpd].health_check']
     network:
       description: The task network of an awsvpc task, in the shape M(drover.fleet.task_netns) returns it.
       type: dict
@@ -591,30 +528,14 @@ events:
 '''
 
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
-from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
+from ansible.module_utils.basic import missing_required_lib
 
-PORT_OPTIONS = dict(
-    container_port=dict(type='int', required=True),
-    host_port=dict(type='int'),
-    protocol=dict(type='str', choices=['tcp', 'udp'], default='tcp'),
-)
-CONTAINER_OPTIONS = dict(
-    name=dict(type='str', required=True),
-    image=dict(type='str', required=True),
-    command=dict(type='raw'),
-    entrypoint=dict(type='raw'),
-    environment=dict(type='dict'),
-    essential=dict(type='bool', default=True),
-    cpu=dict(type='int'),
-    memory=dict(type='int'),
-    port_mappings=dict(type='list', elements='dict', options=PORT_OPTIONS),
-    gpu=dict(type='int', default=0),
-    capabilities=dict(type='dict', options=dict(
-        add=dict(type='list', elements='str'),
-        drop=dict(type='list', elements='str'),
-    )),
-)
+from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._td_model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
+from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
+from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (
+    DEFAULT_LOG_DRIVER_MAP, LOG_DRIVERS, argument_spec as container_options)
+
 # One entry of `tasks`: every option taken as it is given (the task spec checks it and names the entry in its
 # message; an option an entry leaves out takes the top-level one), but the registry password is declared
 # no_log, so that Ansible hides it in the invocation it logs on the host (syslog, the journal) and returns.
@@ -645,7 +566,7 @@ def main():
     argument_spec = dict(
         name=dict(type='str'),
         cluster=dict(type='str', default='default'),
-        containers=dict(type='list', elements='dict', options=CONTAINER_OPTIONS),
+        containers=dict(type='list', elements='dict', options=container_options()),
         task_definition=dict(type='dict'),
         network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
         # No defaults for the ENI's options: without an ENI, one given is refused by name (the spec says
@@ -683,6 +604,9 @@ def main():
         gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
         gpu_strict=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),
+        allow_privileged=dict(type='bool', default=False),
+        log_drivers=dict(type='list', elements='str', choices=list(LOG_DRIVERS), default=list(LOG_DRIVERS)),
+        log_driver_map=dict(type='dict', default=dict(DEFAULT_LOG_DRIVER_MAP)),
     )
     argument_spec.update(host_args())
     module = make_module(
@@ -694,6 +618,11 @@ def main():
         entries=('tasks',),
     )
     require_docker(module)
+    given = [module.params.get('task_definition')] + [t.get('task_definition') for t in module.params.get('tasks') or []
+                                                      if isinstance(t, dict)]
+    if not HAS_BOTOCORE and any(td is not None for td in given):
+        module.fail_json(msg=missing_required_lib('botocore', reason='to check task_definition by AWS\'s model of ECS'),
+                         exception=BOTOCORE_IMPORT_ERROR)
     try:
         result = converge(module.params, check_mode=module.check_mode, diff=module._diff)
     except TaskFailure as exc:

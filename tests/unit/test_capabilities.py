@@ -103,11 +103,10 @@ def test_task_definition_linux_parameters_capabilities_as_ecs_writes_them():
      ('containers[0].capabilities', 'NET_RAW is both added and dropped')),
     ({'task_definition': td({'capabilities': {'add': ['CAP_NET_RAW']}})},
      ('task_definition.containerDefinitions[0].linuxParameters.capabilities.add[0]', 'CAP_NET_RAW')),
-    ({'task_definition': td({'initProcessEnabled': True, 'devices': [{'hostPath': '/dev/kmsg'}],
+    ({'task_definition': td({'initProcessEnabled': True, 'kernelTweaks': [{'hostPath': '/dev/kmsg'}],
                              'capabilities': {'add': ['NET_RAW']}})},
-     ('task_definition.containerDefinitions[0].linuxParameters', 'devices, initProcessEnabled',
-      'supported: capabilities')),
-    ({'task_definition': td(['NET_RAW'])}, ('task_definition.containerDefinitions[0].linuxParameters', 'mapping')),
+     ('task_definition.containerDefinitions[0].linuxParameters', 'kernelTweaks')),
+    ({'task_definition': td(['NET_RAW'])}, ('task_definition.containerDefinitions[0].linuxParameters', 'valid types: dict')),
 ])
 def test_bad_capabilities_name_the_field(params, words):
     refused(params, *words)

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
 
 IMG = 'drover.local/busybox:1'
@@ -130,14 +131,15 @@ def test_task_definition_as_aws_returns_it():
 
 
 @pytest.mark.parametrize('td,words', [
-    (dict(TD, cpu='1024', memory='2048'), ('task_definition', 'cpu, memory')),
-    (dict(TD, volumes=[{'name': 'data'}]), ('task_definition', 'volumes')),
-    (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], links=['db'], mountPoints=[{'x': 1}])]),
-     ('containerDefinitions[0]', 'links, mountPoints')),
+    (dict(TD, proxyConfiguration={'containerName': 'envoy'}), ('task_definition', 'proxyConfiguration')),
+    (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], mountPoints=[{'x': 1}])]),
+     ('containerDefinitions[0].mountPoints[0]', 'x')),
+    (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], dependsOn=[{'containerName': 'db', 'condition': 'START'}])]),
+     ('containerDefinitions[0].dependsOn', 'not supported yet')),
     (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0],
                                          resourceRequirements=[{'type': 'InferenceAccelerator', 'value': 'x'}])]),
      ('resourceRequirements[0]', 'GPU')),
-    (dict(TD, containerDefinitions=[]), ('containerDefinitions', 'non-empty')),
+    (dict(TD, containerDefinitions=[]), ('Missing required parameter in task_definition', 'containerDefinitions')),
 ])
 def test_task_definition_refuses_what_it_cannot_do(td, words):
     refused({'task_definition': td}, *words)
@@ -199,7 +201,7 @@ def test_at_most_ten_containers_per_task():
 
 def test_environment_command_and_stop_reason_are_bounded():
     # 64 KiB of NAME=value strings (each counted with its terminating NUL) pass; a byte more does not
-    fits = {'A': 'x' * (spec.MAX_ENVIRONMENT_BYTES - len('A=') - 1)}
+    fits = {'A': 'x' * (settings.MAX_ENVIRONMENT_BYTES - len('A=') - 1)}
     assert one(containers=[{'name': 'a', 'image': IMG, 'environment': fits}]).containers[0].environment
     refused({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'environment': dict(fits, B='')}]},
             'containers[0].environment', 'at most 65536')
@@ -217,3 +219,25 @@ def test_environment_command_and_stop_reason_are_bounded():
     refused({'task_definition': td}, 'task_definition.containerDefinitions[0].environment', 'at most 65536')
     assert one(state='stopped', stop_reason='r' * 255).stop_reason == 'r' * 255
     refused({'name': 'web', 'state': 'stopped', 'stop_reason': 'r' * 256}, 'stop_reason', 'at most 255')
+
+
+def test_the_containers_documentation_is_what_the_table_makes():
+    """plugins/doc_fragments/containers.py is written from the table of container settings (hack/gen-docs.py):
+    a row changed without running it fails here."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run([sys.executable, os.path.join(root, 'hack', 'gen-docs.py'), '--check'],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_every_setting_is_in_the_argument_spec_the_docs_and_the_hash():
+    spec_opts = settings.argument_spec()
+    docs = settings.documentation()
+    assert list(spec_opts) == list(docs) == list(settings.OPTIONS)
+    for option, entry in spec_opts.items():
+        assert docs[option]['type'] == entry['type'], option
+        if 'options' in entry:
+            assert sorted(docs[option]['suboptions']) == sorted(entry['options']), option

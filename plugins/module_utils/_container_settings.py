@@ -1,0 +1,884 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The settings of a task's container: one table, from which everything else derives.
+
+Owns: SETTINGS, one row per container setting: its option name in `containers[]` (snake_case), its name in an
+ECS container definition (camelCase, `linuxParameters.` members included), its type and rules, the
+documentation `ansible-doc` shows, and what it becomes in the engine's container config and host config. The
+module's argument spec (`argument_spec()`), its documentation (`documentation()`, written into
+plugins/doc_fragments/container_settings.py by hack/gen-docs.py), the check of a declaration (`parse()`), the
+translation of an ECS container definition (`from_ecs()`) and the engine call (`render()`) all read this table.
+Must not: touch the engine, the store or the host. Raises SpecError (naming the field) and nothing else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import re
+
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
+
+# Docker refuses a memory limit below 6 MiB ("Minimum memory limit allowed is 6MB").
+MIN_MEMORY_MIB = 6
+# An image reference, after the grammar of Docker's distribution library: [domain/]path[:tag][@digest].
+_LABEL = r'[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?'
+# A first component is a registry host only with a dot, a port, or as localhost (else it is a path).
+_DOMAIN = r'(?:(?:localhost|%s(?:\.%s)+)(?::[0-9]+)?/|%s:[0-9]+/)' % (_LABEL, _LABEL, _LABEL)
+_PATH = r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
+IMAGE_RE = re.compile(r'^%s?%s(?:/%s)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z'
+                      % (_DOMAIN, _PATH, _PATH), re.ASCII)
+# A whole ECS task definition is at most 64 KiB, so no container's environment (NAME=value strings, UTF-8) and no
+# command or entry point (its arguments) is larger; each stays far under Linux's limits for arguments.
+MAX_ENVIRONMENT_BYTES = 64 * 1024
+MAX_ARGV_BYTES = 64 * 1024
+PROTOCOLS = ('tcp', 'udp')
+# The Linux capabilities a container may add or drop, as ECS names them (KernelCapabilities in the ECS API).
+CAPABILITIES = ('ALL', 'AUDIT_CONTROL', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH',
+                'FOWNER', 'FSETID', 'IPC_LOCK', 'IPC_OWNER', 'KILL', 'LEASE', 'LINUX_IMMUTABLE', 'MAC_ADMIN',
+                'MAC_OVERRIDE', 'MKNOD', 'NET_ADMIN', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_RAW', 'SETFCAP',
+                'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_CHROOT', 'SYS_MODULE', 'SYS_NICE',
+                'SYS_PACCT', 'SYS_PTRACE', 'SYS_RAWIO', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'SYSLOG',
+                'WAKE_ALARM')
+# Dropped from every container unless its declaration adds it back: with NET_RAW a container on a shared
+# bridge can forge ARP and spoof its neighbours (the host, other tasks) and read their traffic.
+DEFAULT_DROP = ('NET_RAW',)
+ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss',
+           'rtprio', 'rttime', 'sigpending', 'stack')
+DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
+# The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
+LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
+# Health check defaults, as ECS has them (seconds, retries).
+HEALTH_DEFAULTS = (('interval', 30), ('timeout', 5), ('retries', 3), ('start_period', 0))
+NANO = 10 ** 9
+
+Capabilities = collections.namedtuple('Capabilities', ('add', 'drop'))
+PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
+
+
+# --- the kinds of values ---------------------------------------------------------------------------------
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def whole(value, field, minimum=None, maximum=None):
+    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
+        value = int(value)
+    if not is_int(value):
+        raise SpecError('%s must be a whole number, got %r' % (field, value))
+    if minimum is not None and value < minimum:
+        raise SpecError('%s must be at least %d, got %d' % (field, minimum, value))
+    if maximum is not None and value > maximum:
+        raise SpecError('%s must be at most %d, got %d' % (field, maximum, value))
+    return value
+
+
+def boolean(value, field):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ('yes', 'true', 'on', '1', 'no', 'false', 'off', '0'):
+        return value.lower() in ('yes', 'true', 'on', '1')
+    raise SpecError('%s must be true or false, got %r' % (field, value))
+
+
+def text(value, field):
+    if not isinstance(value, str) or not value:
+        raise SpecError('%s must be a non-empty string, got %r' % (field, value))
+    if '\0' in value:
+        raise SpecError('%s must not hold a NUL character' % field)
+    return value
+
+
+def texts(value, field):
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of strings, got %r' % (field, value))
+    return tuple(text(v, '%s[%d]' % (field, i)) for i, v in enumerate(value))
+
+
+def argv(value, field):
+    """A command or entrypoint: a list of strings (an exec form)."""
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of strings (exec form, e.g. ["sleep", "60"]), got %s %r'
+                        % (field, type(value).__name__, value))
+    out = []
+    for i, arg in enumerate(value):
+        if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
+            raise SpecError('%s[%d] must be a string, got %r' % (field, i, arg))
+        out.append(str(arg))
+    size = sum(len(arg.encode('utf-8', 'surrogatepass')) + 1 for arg in out)
+    if size > MAX_ARGV_BYTES:
+        raise SpecError('%s is %d bytes long: at most %d (64 KiB, the size of a whole ECS task definition)'
+                        % (field, size, MAX_ARGV_BYTES))
+    return tuple(out)
+
+
+def check_environment_size(pairs, field):
+    """An environment ((name, value) pairs) of at most MAX_ENVIRONMENT_BYTES, counted as NAME=value strings."""
+    size = sum(len(('%s=%s' % (k, v)).encode('utf-8', 'surrogatepass')) + 1 for k, v in pairs)
+    if size > MAX_ENVIRONMENT_BYTES:
+        raise SpecError('%s is %d bytes (NAME=value, all variables together): at most %d (64 KiB, the size of a '
+                        'whole ECS task definition)' % (field, size, MAX_ENVIRONMENT_BYTES))
+
+
+def _scalar(val, field):
+    if isinstance(val, bool):
+        return 'true' if val else 'false'
+    if val is None:
+        return ''
+    if isinstance(val, (int, float)):
+        return str(val)
+    if not isinstance(val, str):
+        raise SpecError('%s must be a string, got %s' % (field, type(val).__name__))
+    return val
+
+
+def environment(value, field):
+    if not isinstance(value, dict):
+        raise SpecError('%s must be a mapping of variable names to values, got %r' % (field, type(value).__name__))
+    out = []
+    for key, val in value.items():
+        if not isinstance(key, str) or not key or '=' in key or '\0' in key:
+            raise SpecError('%s has an invalid variable name %r' % (field, key))
+        out.append((key, _scalar(val, '%s.%s' % (field, key))))
+    check_environment_size(out, field)
+    return tuple(sorted(out))
+
+
+def mapping(value, field):
+    """A mapping of strings to strings (labels, driver options), sorted pairs."""
+    if not isinstance(value, dict):
+        raise SpecError('%s must be a mapping of names to values, got %s' % (field, type(value).__name__))
+    out = []
+    for key, val in value.items():
+        if not isinstance(key, str) or not key:
+            raise SpecError('%s has an invalid name %r' % (field, key))
+        out.append((key, _scalar(val, '%s.%s' % (field, key))))
+    return tuple(sorted(out))
+
+
+def _cap_list(value, field):
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of capability names, got %r' % (field, value))
+    for i, name in enumerate(value):
+        if name not in CAPABILITIES:
+            raise SpecError('%s[%d] %r is not a capability name ECS knows (one of %s)'
+                            % (field, i, name, ', '.join(CAPABILITIES)))
+    return tuple(sorted(set(value)))
+
+
+def capabilities(raw, field):
+    """`{add: [...], drop: [...]}` (ECS's KernelCapabilities) to what the container is created with: NET_RAW is
+    dropped unless it is added back (or ALL is added)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise SpecError('%s must be a mapping with add and drop (lists of capability names), got %s'
+                        % (field, type(raw).__name__))
+    unknown = sorted(k for k, v in raw.items() if k not in ('add', 'drop') and v is not None)
+    if unknown:
+        raise SpecError('%s has unsupported keys: %s (supported: add, drop)' % (field, ', '.join(unknown)))
+    add = _cap_list(raw['add'], field + '.add') if raw.get('add') is not None else ()
+    drop = _cap_list(raw['drop'], field + '.drop') if raw.get('drop') is not None else ()
+    both = sorted(set(add) & set(drop))
+    if both:
+        raise SpecError('%s: %s is both added and dropped' % (field, ', '.join(both)))
+    if 'ALL' not in add:
+        drop = tuple(sorted(set(drop) | set(c for c in DEFAULT_DROP if c not in add)))
+    return Capabilities(add, drop)
+
+
+def ports(value, field, network_mode):
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of port mappings' % field)
+    if not value:
+        return ()
+    if network_mode not in ('bridge', 'awsvpc'):
+        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
+    out = []
+    seen = set()
+    for i, item in enumerate(value):
+        where = '%s[%d]' % (field, i)
+        if not isinstance(item, dict):
+            raise SpecError('%s must be a mapping with container_port, host_port, protocol' % where)
+        unknown = sorted(k for k, v in item.items() if v is not None and k not in PORT_KEYS)
+        if unknown:
+            raise SpecError('%s has unsupported keys: %s' % (where, ', '.join(unknown)))
+        if item.get('container_port_range') is not None:
+            raise SpecError('%s.container_port_range is not supported: declare each port of the range' % where)
+        if item.get('container_port') is None:
+            raise SpecError('%s.container_port is required' % where)
+        cport = whole(item['container_port'], where + '.container_port', 1, 65535)
+        hport = item.get('host_port')
+        hport = None if hport in (None, 0) else whole(hport, where + '.host_port', 1, 65535)
+        if network_mode == 'awsvpc':
+            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
+            # left out (then it is the container port) or equal to it.
+            if hport is not None and hport != cport:
+                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
+                                'port is published on the same host port (leave host_port out, or give %d), as '
+                                'AWS requires' % (where, hport, cport, cport))
+            hport = cport
+        proto = item.get('protocol') or 'tcp'
+        if proto not in PROTOCOLS:
+            raise SpecError('%s.protocol must be one of %s, got %r' % (where, ', '.join(PROTOCOLS), proto))
+        key = (hport, proto) if hport else ('c', cport, proto)
+        if key in seen:
+            raise SpecError('%s maps the same port twice (%s/%s)' % (where, hport or cport, proto))
+        seen.add(key)
+        out.append(PortMapping(cport, hport, proto))
+    return tuple(out)
+
+
+# Members of a port mapping: ECS's names, and what they become (name and app_protocol name a port for ECS
+# Service Connect; they are accepted and change nothing on the host).
+PORT_KEYS = ('container_port', 'host_port', 'protocol', 'name', 'app_protocol', 'container_port_range')
+
+
+# --- the table --------------------------------------------------------------------------------------------
+
+# A member of a setting whose value is a mapping (or a list of mappings).
+Sub = collections.namedtuple('Sub', ('option', 'ecs', 'kind', 'required', 'doc', 'choices'))
+# One container setting.
+#  option: its name in containers[]; ecs: its place in an ECS container definition (None: none there);
+#  kind: str, int, bool, strs, argv, env, map, record, records, raw; sub: the members of a record(s);
+#  low/high: the bounds of an int; doc: what ansible-doc says; to: where it goes in the engine's call
+#  (config.<key> or host.<key> of the Docker SDK's create_container / create_host_config; None: the
+#  apply layer renders it); awsvpc: False where AWS refuses it in awsvpc tasks; core: always in the spec hash.
+Setting = collections.namedtuple('Setting', (
+    'option', 'ecs', 'kind', 'sub', 'low', 'high', 'doc', 'to', 'awsvpc', 'core', 'default', 'required', 'choices'))
+
+
+def S(option, ecs, kind, doc, to=None, sub=(), low=None, high=None, awsvpc=True, core=False, default=None,
+      required=False, choices=None):
+    return Setting(option, ecs, kind, tuple(sub), low, high, tuple(doc) if isinstance(doc, list) else (doc,), to,
+                   awsvpc, core, default, required, choices)
+
+
+def U(option, ecs, kind, doc, required=False, choices=None):
+    return Sub(option, ecs, kind, required, doc, choices)
+
+
+SETTINGS = (
+    S('name', 'name', 'name', 'The container\'s name in the task.', core=True, required=True),
+    S('image', 'image', 'image', 'The image reference, for example V(drover.local/busybox:1).', core=True,
+      required=True),
+    S('command', 'command', 'argv', [
+        'The command, as a list of arguments (exec form). A plain string is refused, so that C(sh -c "a; b") is '
+        'never split in a surprising place.',
+        'At most 64 KiB, as is O(containers[].entrypoint).'], to='config.command', core=True),
+    S('entrypoint', 'entryPoint', 'argv', 'The entrypoint, as a list of arguments (exec form).',
+      to='config.entrypoint', core=True),
+    S('environment', 'environment', 'env', [
+        'Environment variables; values are turned into strings.',
+        'At most 64 KiB in all (the C(NAME=value) strings in UTF-8), the size of a whole ECS task definition.'],
+      core=True),
+    S('essential', 'essential', 'bool', 'When an essential container exits, the whole task stops.', core=True,
+      default=True),
+    S('cpu', 'cpu', 'int', [
+        'CPU units, 1024 to one CPU, given to the container as relative CPU shares (as ECS does on EC2); from 2 '
+        'to 262144.',
+        'V(0) or unset gives the engine\'s default.'], to='host.cpu_shares', core=True),
+    S('memory', 'memory', 'int', 'The hard memory limit in MiB; at least 6 (the engine\'s minimum).',
+      to='host.mem_limit', core=True, low=MIN_MEMORY_MIB),
+    S('memory_reservation', 'memoryReservation', 'int', [
+        'The soft memory limit in MiB (Docker\'s C(--memory-reservation)); below O(containers[].memory) when both '
+        'are given.'], to='host.mem_reservation', low=MIN_MEMORY_MIB),
+    S('port_mappings', 'portMappings', 'records', [
+        'Published ports, with O(network_mode=bridge), or O(network_mode=awsvpc) without O(awsvpc.eni_mac) '
+        '(then they are published on the task\'s network holder).',
+        'With O(network_mode=awsvpc), as AWS requires, O(containers[].port_mappings[].host_port) is left out (the '
+        'port is published on the host port of the same number) or equal to '
+        'O(containers[].port_mappings[].container_port); any other host port is refused. A port is mapped by one '
+        'container of the task only (they share one network namespace).'], core=True, sub=(
+            U('container_port', 'containerPort', 'int', 'The port inside the container.', required=True),
+            U('host_port', 'hostPort', 'int', 'The port on the host; unset or V(0) picks a free one (with '
+              'O(network_mode=awsvpc), the container port).'),
+            U('protocol', 'protocol', 'str', 'The protocol; V(tcp) when unset.', choices=list(PROTOCOLS)),
+            U('name', 'name', 'str', 'A name of the port (ECS Service Connect); changes nothing on the host.'),
+            U('app_protocol', 'appProtocol', 'str', 'The application protocol (ECS Service Connect); changes '
+              'nothing on the host.'),
+            U('container_port_range', 'containerPortRange', 'str', 'Refused: declare each port of a range.'))),
+    S('gpu', None, 'int', [
+        'How many GPUs the container asks for (ECS C(resourceRequirements) of type C(GPU)). They are pinned to it '
+        'in the host\'s GPU ledger before it starts (all or nothing), handed to it as O(gpu_delivery) says, '
+        'reported as C(gpu_ids), and released on every path that ends the task.',
+        'When the ledger is short the container runs without GPUs and a warning says so, unless O(gpu_strict) is '
+        'set.'], core=True, default=0, low=0, high=64),
+    S('capabilities', 'linuxParameters.capabilities', 'record', [
+        'Linux capabilities given to or taken from the engine\'s default set, as ECS\'s '
+        'C(linuxParameters.capabilities) does, with ECS\'s names (V(NET_RAW), V(SYS_PTRACE), V(ALL)...).',
+        'Every container runs B(without) C(NET_RAW) (no raw or packet sockets, so no forged ARP or sniffing of '
+        'the other containers on the bridge) unless O(containers[].capabilities.add) names it (or V(ALL)). '
+        'C(ping) in a container needs it back, or an image whose C(ping) uses ICMP datagram sockets.'],
+      core=True, sub=(
+          U('add', 'add', 'strs', 'Capabilities added (Docker\'s C(--cap-add)).'),
+          U('drop', 'drop', 'strs', 'Capabilities dropped (Docker\'s C(--cap-drop)); V(NET_RAW) is dropped without '
+            'being named here.'))),
+    S('mount_points', 'mountPoints', 'records', [
+        'Volumes of the task (O(volumes)) mounted into the container (Docker binds).'], sub=(
+            U('source_volume', 'sourceVolume', 'str', 'The name of the task volume.', required=True),
+            U('container_path', 'containerPath', 'str', 'Where it is mounted (an absolute path).', required=True),
+            U('read_only', 'readOnly', 'bool', 'Mount it read-only.'))),
+    S('volumes_from', 'volumesFrom', 'records', [
+        'Mount every volume of another container of the task (Docker\'s C(--volumes-from)).'], sub=(
+            U('source_container', 'sourceContainer', 'str', 'The other container\'s name in the task.',
+              required=True),
+            U('read_only', 'readOnly', 'bool', 'Mount them read-only.')), to='host.volumes_from'),
+    S('links', 'links', 'strs', [
+        'Other containers of the task this one reaches by name, each V(name) or V(name:alias) (Docker\'s '
+        'C(--link)); with O(network_mode=bridge) only.'], to='host.links', awsvpc=False),
+    S('ulimits', 'ulimits', 'records', 'Resource limits (Docker\'s C(--ulimit)).', sub=(
+        U('name', 'name', 'str', 'The limit.', required=True, choices=list(ULIMITS)),
+        U('soft_limit', 'softLimit', 'int', 'The soft limit.', required=True),
+        U('hard_limit', 'hardLimit', 'int', 'The hard limit, at least the soft one.', required=True)),
+      to='host.ulimits'),
+    S('user', 'user', 'str', 'The user (and group) the command runs as: V(name), V(uid), V(uid:gid)...',
+      to='config.user'),
+    S('working_directory', 'workingDirectory', 'str', 'The working directory of the command.',
+      to='config.working_dir'),
+    S('hostname', 'hostname', 'str', 'The container\'s host name; not with O(network_mode=awsvpc), as on AWS.',
+      to='config.hostname', awsvpc=False),
+    S('dns_servers', 'dnsServers', 'strs', 'Name servers; not with O(network_mode=awsvpc), as on AWS.',
+      to='host.dns', awsvpc=False),
+    S('dns_search_domains', 'dnsSearchDomains', 'strs', 'DNS search domains; not with O(network_mode=awsvpc).',
+      to='host.dns_search', awsvpc=False),
+    S('extra_hosts', 'extraHosts', 'records', 'Entries added to the container\'s C(/etc/hosts); not with '
+      'O(network_mode=awsvpc).', sub=(
+          U('hostname', 'hostname', 'str', 'The host name.', required=True),
+          U('ip_address', 'ipAddress', 'str', 'Its address.', required=True)), to='host.extra_hosts', awsvpc=False),
+    S('disable_networking', 'disableNetworking', 'bool', 'Run the container without a network; not with '
+      'O(network_mode=awsvpc).', to='config.network_disabled', awsvpc=False),
+    S('docker_labels', 'dockerLabels', 'map', [
+        'Labels of the container. The collection\'s own C(drover.*) labels always win over one of the same name.'],
+      to=None),
+    S('privileged', 'privileged', 'bool', [
+        'Run the container privileged: it gets every capability and every device of the host.',
+        'Refused unless the host allows it (O(allow_privileged)).'], to='host.privileged'),
+    S('readonly_root_filesystem', 'readonlyRootFilesystem', 'bool', 'Mount the container\'s root file system '
+      'read-only.', to='host.read_only'),
+    S('docker_security_options', 'dockerSecurityOptions', 'strs', 'Security options (Docker\'s '
+      'C(--security-opt)), for example V(no-new-privileges), V(apparmor=PROFILE), V(label:type:T).',
+      to='host.security_opt'),
+    S('system_controls', 'systemControls', 'records', 'Kernel parameters of the container\'s namespaces '
+      '(Docker\'s C(--sysctl)).', sub=(
+          U('namespace', 'namespace', 'str', 'The parameter, for example V(net.core.somaxconn).', required=True),
+          U('value', 'value', 'str', 'Its value.', required=True)), to='host.sysctls'),
+    S('pseudo_terminal', 'pseudoTerminal', 'bool', 'Give the container a terminal (Docker\'s C(--tty)).',
+      to='config.tty'),
+    S('interactive', 'interactive', 'bool', 'Keep the container\'s standard input open (Docker\'s '
+      'C(--interactive)).', to='config.stdin_open'),
+    S('init_process_enabled', 'linuxParameters.initProcessEnabled', 'bool', 'Run an init process as PID 1 that '
+      'forwards signals and reaps zombies (Docker\'s C(--init)).', to='host.init'),
+    S('devices', 'linuxParameters.devices', 'records', 'Host devices given to the container (Docker\'s '
+      'C(--device)).', sub=(
+          U('host_path', 'hostPath', 'str', 'The device on the host.', required=True),
+          U('container_path', 'containerPath', 'str', 'Its path in the container; the host path when unset.'),
+          U('permissions', 'permissions', 'strs', 'Of V(read), V(write), V(mknod); all three when unset.')),
+      to='host.devices'),
+    S('shared_memory_size', 'linuxParameters.sharedMemorySize', 'int', 'The size of C(/dev/shm) in MiB.',
+      to='host.shm_size', low=1),
+    S('tmpfs', 'linuxParameters.tmpfs', 'records', 'tmpfs mounts (Docker\'s C(--tmpfs)).', sub=(
+        U('container_path', 'containerPath', 'str', 'Where it is mounted.', required=True),
+        U('size', 'size', 'int', 'Its size in MiB.', required=True),
+        U('mount_options', 'mountOptions', 'strs', 'Mount options, for example V(noexec), V(nosuid).')),
+      to='host.tmpfs'),
+    S('max_swap', 'linuxParameters.maxSwap', 'int', 'Swap the container may use, in MiB, on top of '
+      'O(containers[].memory) (which it needs); V(0) means none.', to='host.memswap_limit', low=0),
+    S('swappiness', 'linuxParameters.swappiness', 'int', 'How readily the kernel swaps the container\'s '
+      'memory, 0 to 100.', to='host.mem_swappiness', low=0, high=100),
+    S('health_check', 'healthCheck', 'record', [
+        'The container\'s health check (Docker\'s C(HEALTHCHECK)), with ECS\'s defaults: interval 30 s, timeout '
+        '5 s, 3 retries, start period 0 s.'], sub=(
+            U('command', 'command', 'strs', 'The check: V([CMD-SHELL, "curl -f http://localhost/"]) or V([CMD, '
+              'exe, arg...]).', required=True),
+            U('interval', 'interval', 'int', 'Seconds between checks, 5 to 300.'),
+            U('timeout', 'timeout', 'int', 'Seconds a check may take, 2 to 60.'),
+            U('retries', 'retries', 'int', 'Failures in a row that make the container unhealthy, 1 to 10.'),
+            U('start_period', 'startPeriod', 'int', 'Seconds after the start when failures do not count, 0 to '
+              '300.')), to='config.healthcheck'),
+    S('stop_timeout', 'stopTimeout', 'int', [
+        'Seconds between the stop signal and the kill when the task stops (the engine\'s C(StopTimeout)); 2 to '
+        '120.', 'Unset, a stopping task\'s container is killed at once.'], to='config.stop_timeout', low=2,
+      high=120),
+    S('start_timeout', 'startTimeout', 'int', 'How long a container waits for its dependencies (ECS '
+      'C(dependsOn)); kept with the container as the label C(drover.start-timeout).', low=1),
+    S('log_configuration', 'logConfiguration', 'record', [
+        'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
+        'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
+        'with a warning.'], sub=(
+            U('log_driver', 'logDriver', 'str', 'The driver: V(json-file), V(local), V(syslog), V(journald), '
+              'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps).', required=True),
+            U('options', 'options', 'map', 'The driver\'s options.')), to='host.log_config'),
+)
+BY_OPTION = collections.OrderedDict((s.option, s) for s in SETTINGS)
+OPTIONS = tuple(BY_OPTION)
+CORE = tuple(s.option for s in SETTINGS if s.core)
+Container = collections.namedtuple('Container', OPTIONS)
+
+# ECS container definition members that this release does not do yet or never does here, and why.
+ECS_REFUSED = {
+    'dependsOn': 'is not supported yet (container start order comes in a later release)',
+    'secrets': 'is not supported yet (secrets from SSM and Secrets Manager come in a later release)',
+    'environmentFiles': 'is not supported yet (environment files from S3 come in a later release)',
+    'repositoryCredentials': 'is not supported yet (pull credentials from Secrets Manager come in a later release); '
+                             'use registry_auth',
+    'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
+                     'restart',
+    'firelensConfiguration': 'is not supported yet (FireLens log routing comes in a later release)',
+    'credentialSpecs': 'is refused: gMSA credential specs are for Windows containers',
+}
+# ECS members with no effect on a host of its own: accepted as they are.
+ECS_ACCEPTED = ('versionConsistency',)
+
+
+# --- checking a declaration -------------------------------------------------------------------------------
+
+def _record(setting, raw, field, ecs=False):
+    if not isinstance(raw, dict):
+        raise SpecError('%s must be a mapping with %s' % (field, ', '.join(u.option for u in setting.sub)))
+    known = dict((u.option, u) for u in setting.sub)
+    said = dict((u.option, u.ecs if ecs else u.option) for u in setting.sub)
+    unknown = sorted(k for k, v in raw.items() if k not in known and v is not None)
+    if unknown:
+        raise SpecError('%s has unsupported keys: %s (supported: %s)'
+                        % (field, ', '.join(map(str, unknown)), ', '.join(known)))
+    out = []
+    for u in setting.sub:
+        value = raw.get(u.option)
+        where = '%s.%s' % (field, said[u.option])
+        if value is None:
+            if u.required:
+                raise SpecError('%s is required' % where)
+            continue
+        value = _value(u.kind, value, where)
+        if u.choices and value not in u.choices:
+            raise SpecError('%s must be one of %s, got %r' % (where, ', '.join(u.choices), value))
+        out.append((u.option, value))
+    return tuple(out)
+
+
+def _value(kind, value, field, low=None, high=None):
+    if kind == 'int':
+        return whole(value, field, low, high)
+    if kind == 'bool':
+        return boolean(value, field)
+    if kind == 'str':
+        if is_int(value):
+            value = str(value)
+        return text(value, field)
+    if kind == 'strs':
+        return texts(value, field)
+    if kind == 'argv':
+        return argv(value, field)
+    if kind == 'env':
+        return environment(value, field)
+    if kind == 'map':
+        return mapping(value, field)
+    raise SpecError('%s: no rule for kind %s' % (field, kind))     # pragma: no cover - a table error
+
+
+def _one(setting, raw, field, ctx):
+    """One setting's value, checked and made hashable; None when unset."""
+    if setting.option == 'name':
+        return check_name(raw, field)
+    if setting.option == 'image':
+        if not isinstance(raw, str) or not raw.strip():
+            raise SpecError('%s is required (container %s has no image)' % (field, ctx.get('container')))
+        if not IMAGE_RE.match(raw):
+            raise SpecError('%s %r is not a valid image reference' % (field, raw))
+        return raw
+    if setting.option == 'capabilities':
+        return capabilities(raw, field)
+    if raw is None:
+        return () if setting.option in ('environment', 'port_mappings') else setting.default
+    if setting.option == 'port_mappings':
+        return ports(raw, field, ctx.get('network_mode'))
+    if setting.option == 'cpu' and raw == 0:
+        return None
+    if setting.kind == 'argv' and raw == []:
+        return None                     # as if absent, as ECS takes an empty list
+    if setting.kind == 'record':
+        return _record(setting, raw, field, ctx.get('ecs'))
+    if setting.kind == 'records':
+        if not isinstance(raw, (list, tuple)):
+            raise SpecError('%s must be a list of mappings' % field)
+        return tuple(_record(setting, item, '%s[%d]' % (field, i), ctx.get('ecs')) for i, item in enumerate(raw))
+    if setting.option == 'cpu':
+        return whole(raw, field, 2, 262144)
+    return _value(setting.kind, raw, field, setting.low, setting.high)
+
+
+def parse(raw, field, network_mode, host=None, ecs=False):
+    """One entry of `containers`, checked and made a Container. `host`: the host's policy (allow_privileged,
+    log_drivers, log_driver_map); `ecs`: the entry came from an ECS container definition, so messages name
+    ECS's fields. Returns (Container, warnings)."""
+    if not isinstance(raw, dict):
+        raise SpecError('%s must be a mapping' % field)
+    unknown = sorted(k for k, v in raw.items() if k not in BY_OPTION and v is not None)
+    if unknown:
+        raise SpecError('%s has unsupported keys: %s (supported: %s)'
+                        % (field, ', '.join(map(str, unknown)), ', '.join(OPTIONS)))
+    ctx = {'network_mode': network_mode, 'container': raw.get('name'), 'ecs': ecs}
+    at = _namer(field, ecs)
+    values = {}
+    for setting in SETTINGS:
+        values[setting.option] = _one(setting, raw.get(setting.option), at(setting.option), ctx)
+    spec = Container(**values)
+    warnings = _rules(spec, at, network_mode, host or {})
+    if spec.log_configuration is not None:
+        spec, more = _log_policy(spec, at, host or {})
+        warnings.extend(more)
+    return spec, warnings
+
+
+def _namer(field, ecs):
+    """The name of a setting in a message: its option (containers[0].memory_reservation), or where an ECS
+    container definition has it (task_definition.containerDefinitions[0].memoryReservation)."""
+    def at(option, rest=''):
+        setting = BY_OPTION[option]
+        name = setting.ecs if ecs and setting.ecs else option
+        if rest and ecs:
+            first, _, tail = rest.partition('.')
+            subs = dict((u.option, u.ecs) for u in setting.sub)
+            rest = subs.get(first, first) + ('.' + tail if tail else '')
+        return '%s.%s%s' % (field, name, '.' + rest if rest else '')
+    return at
+
+
+def _rules(c, at, network_mode, host):
+    """What the model cannot say: combinations, and the host's policy. `at(option, member)` names a field."""
+    warnings = []
+    if network_mode == 'awsvpc':
+        for setting in SETTINGS:
+            if not setting.awsvpc and getattr(c, setting.option) not in (None, False, ()):
+                raise SpecError('%s is not supported with network_mode awsvpc (as on AWS): the task\'s containers '
+                                'share one network namespace' % at(setting.option))
+    if c.links and network_mode != 'bridge':
+        raise SpecError('%s works with network_mode bridge only, not %s' % (at('links'), network_mode))
+    if c.memory and c.memory_reservation and c.memory_reservation > c.memory:
+        raise SpecError('%s (%d MiB) must not be above %s (%d MiB)'
+                        % (at('memory_reservation'), c.memory_reservation, at('memory'), c.memory))
+    if c.max_swap is not None and not c.memory:
+        raise SpecError('%s needs %s: the swap is counted on top of the hard limit' % (at('max_swap'), at('memory')))
+    if c.privileged and not host.get('allow_privileged'):
+        raise SpecError('%s: container %s would get every capability and device of the host; this host refuses '
+                        'privileged containers unless allow_privileged is true (role variable '
+                        'drover_allow_privileged)' % (at('privileged'), c.name))
+    for i, item in enumerate(c.ulimits or ()):
+        item = dict(item)
+        if item['hard_limit'] < item['soft_limit']:
+            raise SpecError('%s (%d) is below its soft limit (%d)'
+                            % (at('ulimits', '%d.hard_limit' % i).replace('.%d.' % i, '[%d].' % i),
+                               item['hard_limit'], item['soft_limit']))
+    for option in ('mount_points', 'tmpfs', 'devices'):
+        for i, item in enumerate(getattr(c, option) or ()):
+            item = dict(item)
+            path = item.get('container_path')
+            if path is not None and not path.startswith('/'):
+                raise SpecError('%s[%d] container path must be absolute, got %r' % (at(option), i, path))
+            if option == 'devices':
+                if not item['host_path'].startswith('/dev/'):
+                    raise SpecError('%s[%d] host path must be a device under /dev, got %r'
+                                    % (at(option), i, item['host_path']))
+                bad = [p for p in item.get('permissions') or () if p not in DEVICE_PERMISSIONS]
+                if bad:
+                    raise SpecError('%s[%d] permissions: %s is not one of %s'
+                                    % (at(option), i, ', '.join(bad), ', '.join(DEVICE_PERMISSIONS)))
+            if option == 'tmpfs' and item['size'] < 1:
+                raise SpecError('%s[%d] size must be at least 1 (MiB), got %d' % (at(option), i, item['size']))
+    if c.health_check is not None:
+        hc = dict(c.health_check)
+        if not hc['command'] or hc['command'][0] not in ('CMD', 'CMD-SHELL', 'NONE'):
+            raise SpecError('%s command must start with CMD, CMD-SHELL or NONE, got %r'
+                            % (at('health_check'), list(hc['command'][:1])))
+        for key, low, high in (('interval', 5, 300), ('timeout', 2, 60), ('retries', 1, 10), ('start_period', 0, 300)):
+            if key in hc and not low <= hc[key] <= high:
+                raise SpecError('%s must be from %d to %d, got %d' % (at('health_check', key), low, high, hc[key]))
+    for i, item in enumerate(c.extra_hosts or ()):
+        if not re.match(r'^[0-9a-fA-F.:]+\Z', dict(item)['ip_address']):
+            raise SpecError('%s[%d] address must be an IP address, got %r'
+                            % (at('extra_hosts'), i, dict(item)['ip_address']))
+    for i, item in enumerate(c.system_controls or ()):
+        if not re.match(r'^[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+\Z', dict(item)['namespace']):
+            raise SpecError('%s[%d] namespace %r is not a kernel parameter name (like net.core.somaxconn)'
+                            % (at('system_controls'), i, dict(item)['namespace']))
+    return warnings
+
+
+def _log_policy(c, at, host):
+    """The host's log policy: a mapped driver is replaced (with a warning), a driver not allowed is refused."""
+    config = dict(c.log_configuration)
+    driver = config['log_driver']
+    mapped = dict(host.get('log_driver_map') or DEFAULT_LOG_DRIVER_MAP)
+    warnings = []
+    if driver in mapped:
+        warnings.append('%s %s cannot be served on this host: container %s logs with %s instead (log_driver_map)'
+                        % (at('log_configuration', 'log_driver'), driver, c.name, mapped[driver]))
+        config = {'log_driver': mapped[driver]}     # the options were the other driver's
+        driver = mapped[driver]
+    allowed = host.get('log_drivers') or LOG_DRIVERS
+    if driver not in allowed:
+        raise SpecError('%s %r is not allowed on this host (allowed: %s)'
+                        % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+    return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
+
+
+# The drivers of ECS that a host of its own cannot serve, and what they become (the host's log_driver_map).
+DEFAULT_LOG_DRIVER_MAP = (('awslogs', 'local'), ('splunk', 'local'))
+
+
+# --- from an ECS container definition ---------------------------------------------------------------------
+
+def _get(cd, path):
+    value = cd
+    for part in path.split('.'):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _native(setting, value, where):
+    """An ECS value in this collection's words (the members of records renamed)."""
+    if setting.kind not in ('record', 'records') or value is None:
+        return value
+    names = dict((u.ecs, u.option) for u in setting.sub)
+
+    def one(item, at):
+        if not isinstance(item, dict):
+            raise SpecError('%s must be a mapping' % at)
+        out = {}
+        for key, val in item.items():
+            if key not in names:
+                raise SpecError('%s has a key this collection does not support: %s' % (at, key))
+            out[names[key]] = val
+        return out
+    if setting.kind == 'record':
+        return one(value, where)
+    if not isinstance(value, list):
+        raise SpecError('%s must be a list' % where)
+    return [one(item, '%s[%d]' % (where, i)) for i, item in enumerate(value)]
+
+
+def from_ecs(cd, where):
+    """An ECS container definition (checked by AWS's model) as a `containers` entry."""
+    if not isinstance(cd, dict):
+        raise SpecError('%s must be a mapping' % where)
+    for key in sorted(cd):
+        if key in ECS_REFUSED and cd[key] not in (None, [], {}):
+            raise SpecError('%s.%s %s' % (where, key, ECS_REFUSED[key]))
+    log = cd.get('logConfiguration') or {}
+    if log.get('secretOptions'):
+        raise SpecError('%s.logConfiguration.secretOptions is not supported yet (log driver secrets come in a later '
+                        'release)' % where)
+    if log.get('logDriver') == 'awsfirelens':
+        raise SpecError('%s.logConfiguration.logDriver awsfirelens is not supported yet (FireLens log routing comes '
+                        'in a later release)' % where)
+    known = set(s.ecs.split('.')[0] for s in SETTINGS if s.ecs) | set(ECS_ACCEPTED) | {'resourceRequirements'}
+    unknown = sorted(k for k, v in cd.items() if k not in known and k not in ECS_REFUSED and v not in (None, [], {}))
+    if unknown:
+        raise SpecError('%s has keys this collection does not support: %s' % (where, ', '.join(unknown)))
+    linux = cd.get('linuxParameters') or {}
+    if not isinstance(linux, dict):
+        raise SpecError('%s.linuxParameters must be a mapping' % where)
+    linux_known = set(s.ecs.split('.', 1)[1] for s in SETTINGS if s.ecs and s.ecs.startswith('linuxParameters.'))
+    bad = sorted(k for k, v in linux.items() if k not in linux_known and v not in (None, [], {}))
+    if bad:
+        raise SpecError('%s.linuxParameters has keys this collection does not support: %s' % (where, ', '.join(bad)))
+    raw = {}
+    for setting in SETTINGS:
+        if setting.ecs is None:
+            continue
+        value = _get(cd, setting.ecs)
+        if value is None or value == [] or value == {}:
+            continue
+        at = '%s.%s' % (where, setting.ecs)
+        if setting.option == 'environment':
+            value = _env_from_ecs(value, at)
+        elif setting.option == 'log_configuration':
+            value = {'logDriver': value.get('logDriver'), 'options': value.get('options')}
+        raw[setting.option] = _native(setting, value, at)
+    for j, req in enumerate(cd.get('resourceRequirements') or []):
+        if not isinstance(req, dict) or req.get('type') != 'GPU':
+            raise SpecError('%s.resourceRequirements[%d]: only {type: GPU, value: N} is supported (%s)'
+                            % (where, j, req.get('type') if isinstance(req, dict) else req))
+        raw['gpu'] = req.get('value')
+    return raw
+
+
+def _env_from_ecs(value, where):
+    if not isinstance(value, list):
+        raise SpecError('%s must be a list of {name, value}' % where)
+    out = {}
+    for j, pair in enumerate(value):
+        if not isinstance(pair, dict) or 'name' not in pair or set(pair) - {'name', 'value'}:
+            raise SpecError('%s[%d] must be {name, value}' % (where, j))
+        out[pair['name']] = pair.get('value')
+    return out
+
+
+# --- onto the engine --------------------------------------------------------------------------------------
+
+def render(c, task, names, volumes):
+    """What the engine's create call gets from a container's settings: (config kwargs, host config kwargs,
+    labels) for the Docker SDK's create_container / create_host_config, as plain values. `names`: the task's
+    container names -> engine names; `volumes`: the task's volume names -> what a bind mounts (a host path or
+    an engine volume name)."""
+    config, host, labels = {}, {}, {}
+    for setting in SETTINGS:
+        value = getattr(c, setting.option)
+        if value is None or value == () or setting.to is None:
+            continue
+        where, key = setting.to.split('.', 1)
+        out = config if where == 'config' else host
+        out[key] = _engine_value(setting.option, value, c, names)
+    if c.memory:
+        host['mem_limit'] = '%dm' % c.memory
+    if c.memory_reservation:
+        host['mem_reservation'] = '%dm' % c.memory_reservation
+    if c.max_swap is not None:
+        host['memswap_limit'] = '%dm' % (c.memory + c.max_swap)
+    if c.mount_points:
+        binds = []
+        for item in c.mount_points:
+            item = dict(item)
+            source = volumes[item['source_volume']]
+            binds.append('%s:%s%s' % (source, item['container_path'], ':ro' if item.get('read_only') else ''))
+        host['binds'] = binds
+    host['cap_add'] = list(c.capabilities.add) or None
+    host['cap_drop'] = list(c.capabilities.drop) or None
+    if c.docker_labels:
+        labels.update(dict(c.docker_labels))
+    if c.start_timeout is not None:
+        labels['drover.start-timeout'] = str(c.start_timeout)
+    return config, host, labels
+
+
+def _engine_value(option, value, c, names):
+    if option == 'capabilities':
+        return value
+    if option == 'volumes_from':
+        return ['%s%s' % (names[dict(v)['source_container']], ':ro' if dict(v).get('read_only') else '')
+                for v in value]
+    if option == 'links':
+        out = {}
+        for link in value:
+            target, _, alias = link.partition(':')
+            out[names[target]] = alias or target
+        return out
+    if option == 'ulimits':
+        return [{'name': dict(u)['name'], 'soft': dict(u)['soft_limit'], 'hard': dict(u)['hard_limit']} for u in value]
+    if option == 'extra_hosts':
+        return dict((dict(h)['hostname'], dict(h)['ip_address']) for h in value)
+    if option == 'system_controls':
+        return dict((dict(s)['namespace'], dict(s)['value']) for s in value)
+    if option == 'devices':
+        out = []
+        for d in value:
+            d = dict(d)
+            perms = d.get('permissions') or DEVICE_PERMISSIONS
+            out.append('%s:%s:%s' % (d['host_path'], d.get('container_path') or d['host_path'],
+                                     ''.join(p[0] for p in DEVICE_PERMISSIONS if p in perms)))
+        return out
+    if option == 'shared_memory_size':
+        return '%dm' % value
+    if option == 'tmpfs':
+        out = {}
+        for t in value:
+            t = dict(t)
+            out[t['container_path']] = ','.join(['size=%dm' % t['size']] + list(t.get('mount_options') or ()))
+        return out
+    if option == 'health_check':
+        hc = dict(HEALTH_DEFAULTS)
+        hc.update(dict(value))
+        return {'test': list(hc['command']), 'interval': hc['interval'] * NANO, 'timeout': hc['timeout'] * NANO,
+                'retries': hc['retries'], 'start_period': hc['start_period'] * NANO}
+    if option == 'log_configuration':
+        log = dict(value)
+        return {'type': log['log_driver'], 'config': dict(log.get('options') or ())}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def check_references(containers, field, network_mode, volume_names):
+    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points)."""
+    names = set(c.name for c in containers)
+    for i, c in enumerate(containers):
+        where = '%s[%d]' % (field, i)
+        for j, v in enumerate(c.volumes_from or ()):
+            src = dict(v)['source_container']
+            if src not in names or src == c.name:
+                raise SpecError('%s.volumes_from[%d].source_container %r is not another container of the task'
+                                % (where, j, src))
+        for j, link in enumerate(c.links or ()):
+            target = link.partition(':')[0]
+            if target not in names or target == c.name:
+                raise SpecError('%s.links[%d] %r does not name another container of the task' % (where, j, link))
+        for j, m in enumerate(c.mount_points or ()):
+            src = dict(m)['source_volume']
+            if src not in volume_names:
+                raise SpecError('%s.mount_points[%d].source_volume %r is not a volume of the task (volumes: %s)'
+                                % (where, j, src, ', '.join(sorted(volume_names)) or 'none'))
+
+
+def hashable(c):
+    """A container's part of the spec hash: the settings of earlier releases always (so that an unchanged
+    declaration keeps its hash), the others only when set."""
+    doc = {}
+    for setting in SETTINGS:
+        value = getattr(c, setting.option)
+        if setting.core or value not in (None, ()):
+            doc[setting.option] = value
+    return doc
+
+
+# --- the module's argument spec and documentation ---------------------------------------------------------
+
+_TYPES = {'name': 'str', 'image': 'str', 'str': 'str', 'int': 'int', 'bool': 'bool', 'strs': 'list', 'argv': 'raw',
+          'env': 'dict', 'map': 'dict', 'record': 'dict', 'records': 'list'}
+
+
+def _spec_of(kind, required=False, default=None, choices=None, sub=()):
+    out = {'type': _TYPES[kind]}
+    if kind == 'strs':
+        out['elements'] = 'str'
+    if kind in ('record', 'records'):
+        if kind == 'records':
+            out['elements'] = 'dict'
+        out['options'] = dict((u.option, _spec_of(u.kind, u.required, choices=u.choices)) for u in sub)
+    if required:
+        out['required'] = True
+    if default is not None:
+        out['default'] = default
+    if choices:
+        out['choices'] = list(choices)
+    return out
+
+
+def argument_spec():
+    """The sub-options of the module's `containers`."""
+    return dict((s.option, _spec_of(s.kind, s.required, s.default, s.choices, s.sub)) for s in SETTINGS)
+
+
+def documentation():
+    """The sub-options of the module's `containers`, as ansible-doc takes them (a dict, dumped to YAML)."""
+    out = {}
+    for s in SETTINGS:
+        doc = list(s.doc)
+        if s.ecs:
+            doc.append('ECS C(%s).' % s.ecs)
+        entry = {'description': doc}
+        entry.update(_spec_of(s.kind, s.required, s.default, s.choices))
+        entry.pop('options', None)
+        if s.sub:
+            entry['suboptions'] = {}
+            for u in s.sub:
+                sub = {'description': [u.doc, 'ECS C(%s).' % u.ecs]}
+                sub.update(_spec_of(u.kind, u.required, choices=u.choices))
+                entry['suboptions'][u.option] = sub
+        out[s.option] = entry
+    return out

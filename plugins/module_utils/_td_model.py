@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ECS task definitions checked by AWS's own model: the RegisterTaskDefinition input shape of botocore.
+
+Owns: turning a task definition as users have it (a file, `describe-task-definition` output, the input of
+`register-task-definition`) into the RegisterTaskDefinition input, cleaned, or a SpecError whose message
+names every path that is wrong (`task_definition.containerDefinitions[0].cpu`); the rule for template
+placeholders left in a file; the list of container fields a later release handles (next_release_fields).
+Must not: touch Docker, the network or the disk (beyond botocore's bundled model, read once and kept);
+decide what the collection does with a valid document (that is _task_spec's). Raises SpecError for every
+fault of the document, and ImportError only when botocore is missing (callers check HAS_BOTOCORE first).
+
+What normalize does, in order:
+1. A bare list is refused: it is container definitions without the task definition around them.
+   A `{"taskDefinition": {...}}` wrapper (a whole `describe-task-definition` output) is unwrapped; its
+   `tags` beside `taskDefinition` are kept (the inner `tags` win when both are given), boto3's
+   `ResponseMetadata` is dropped, any other key beside it is refused.
+2. The keys only DescribeTaskDefinition returns (OUTPUT_ONLY) are dropped.
+3. A member that is null, an empty list or an empty mapping is dropped, at every depth, as if absent
+   (after its own members were cleaned, so `{"options": null}` goes too). Elements of a list are kept
+   as they are, so that the indexes in messages are the ones in the file: a null element is refused by
+   the model.
+4. A container definition that is not a mapping (a string: a placeholder that stood for a whole
+   definition) is refused, naming `containerDefinitions[N]`; then every string value (never a key) is
+   checked for template placeholders, before the model, so that `"cpu": "${cpu}"` is named a placeholder
+   and not a type error. The rule:
+   - Whole-value forms: `<X>`, `{{ x }}` (and GitHub's `${{ x }}`), `{x}`, `$$$X$$$`, `#{X}`, `%X%`, `${X}` and `$X` (X a name).
+     A Go template that starts with a dot (`{{.Name}}`, Docker's log `tag` option) is never a placeholder.
+   - In command-like arrays (`command`, `entryPoint`, `healthCheck.command`) an element is refused only
+     when it is, as a whole, one of the forms above other than `${X}` and `$X`: a shell expands those
+     (`["sh", "-c", "$CMD"]`), and `$VAR`, `${VAR}` inside a longer element are shell, never refused.
+   - In values a program in the container reads as free text (`environment[].value`, `dockerLabels`
+     values) only whole values are refused: an application may expand `${X}` or `{{x}}` in them itself.
+   - Everywhere else (names, images, ARNs, regions, paths, log options...), nothing expands a template, so
+     these are refused inside a longer value too: `${...}`, `{{ x }}`, `$$$X$$$`, `#{...}`, `%XY%` (a name
+     of two characters or more, so that strftime's `%Y%m%d` passes) and `<x>` (a name in angle
+     brackets, as in `arn:aws:iam::<account>:role/x`). A `$X` inside a longer value is not refused
+     (`$` is common in secrets and patterns), nor is `$(x)` (FireLens's `$(ecs_cluster)`).
+5. A number written as a string is taken as that number where the model wants an integer or a long
+   (`"containerPort": "8080"`, `"memory": "512"`): digits with an optional leading '-', optionally
+   surrounded by whitespace. A string that is not a whole number there is refused, naming the field and
+   quoting the value. `"true"`/`"false"` (any case, optionally surrounded by whitespace) are taken where the
+   model wants a boolean; another string there is refused the same way. A boolean where the model wants a
+   number is refused (Python counts it as an int, the model does not). The task-level `cpu` and `memory`
+   are strings in the model and stay strings.
+6. botocore's ParamValidator checks types, required members and unknown keys; its report is given back
+   with each path starting with `field.`, all errors joined with '; ' (at most MAX_ERRORS of them).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import traceback
+
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+try:
+    import botocore
+    import botocore.session
+    import botocore.validate
+except ImportError:
+    HAS_BOTOCORE = False
+    BOTOCORE_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_BOTOCORE = True
+    BOTOCORE_IMPORT_ERROR = None
+
+OPERATION = 'RegisterTaskDefinition'
+# Returned by DescribeTaskDefinition (and RegisterTaskDefinition's output), never part of its input.
+OUTPUT_ONLY = ('taskDefinitionArn', 'revision', 'status', 'requiresAttributes', 'compatibilities',
+               'registeredAt', 'registeredBy', 'deregisteredAt')
+# Container-level fields a later release handles; normalize accepts them, the caller refuses them.
+FIELDS_NEXT = ('dependsOn', 'secrets', 'environmentFiles', 'repositoryCredentials', 'restartPolicy',
+               'firelensConfiguration')
+LOG_FIELDS_NEXT = ('secretOptions',)
+LOG_DRIVERS_NEXT = ('awsfirelens',)
+# The most errors one message lists, and the most characters of one error or of a quoted value.
+MAX_ERRORS = 10
+MAX_ERROR_CHARS = 300
+MAX_VALUE_CHARS = 80
+
+# Arrays whose elements are a command's arguments; a shell may run them.
+_COMMAND_PATHS = (('containerDefinitions', 'command'), ('containerDefinitions', 'entryPoint'),
+                  ('containerDefinitions', 'healthCheck', 'command'))
+# Free text a program in the container reads: only whole values are placeholders.
+_FREE_TEXT_PATHS = (('containerDefinitions', 'environment', 'value'), ('containerDefinitions', 'dockerLabels'))
+
+_NAME = r'[A-Za-z_][A-Za-z0-9_.-]*'
+# A Jinja/Mustache/Handlebars expression, not a Go template field ({{.Name}}, {{ .ID }}).
+_MUSTACHE = r'\{\{-?\s*[^\s.}][^}]*\}\}'
+_SHELL_WHOLE = re.compile(r'\A(?:\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*)\Z')
+_TEMPLATE_WHOLE = re.compile(r'\A(?:<[^<>]+>|\$?%s|\{%s\}|\$\$\$+%s\$\$\$+|#\{[^{}]+\}|%%%s%%)\Z'
+                             % (_MUSTACHE, _NAME, _NAME, _NAME))
+_TEMPLATE_INSIDE = re.compile(r'\$\{[^}]*\}|%s|\$\$\$+%s\$\$\$+|#\{[^}]*\}|%%[A-Za-z_][A-Za-z0-9_]+%%|<%s>'
+                              % (_MUSTACHE, _NAME, _NAME))
+_INTEGER = re.compile(r'\A\s*-?[0-9]+\s*\Z')
+_BOOLEANS = {'true': True, 'false': False}
+# The start of each line of botocore's report, and what ends the path in it.
+_REPORT_LINE = re.compile(r'\A(Missing required parameter in |Unknown parameter in |'
+                          r'Invalid (?:type|value|length) for (?:document )?parameter |Invalid parameter |'
+                          r'Invalid number of parameters set for tagged union structure |'
+                          r'Must set one of the following keys for tagged union ?structure )'
+                          r'(.*?)(: |, |\. |\Z)', re.S)
+_REPORT_SPLIT = re.compile(r'\n(?=Missing required |Unknown parameter |Invalid |Must set one )')
+_CLASS = re.compile(r"<class '([A-Za-z_.]+)'>")
+
+# botocore's session, model and validator, made on the first call and kept (reading the model is the
+# slow part: tens of milliseconds).
+_CACHE = {}
+
+
+def model_version():
+    """botocore's version (its bundled ECS model is the one that judges), or None without botocore."""
+    return botocore.__version__ if HAS_BOTOCORE else None
+
+
+def _model():
+    cached = _CACHE.get('model')
+    if cached is None:
+        if not HAS_BOTOCORE:
+            raise ImportError('botocore is required to check an ECS task definition: %s' % BOTOCORE_IMPORT_ERROR)
+        service = botocore.session.get_session().get_service_model('ecs')
+        cached = (service.operation_model(OPERATION).input_shape, botocore.validate.ParamValidator())
+        _CACHE['model'] = cached
+    return cached
+
+
+def input_shape():
+    """The RegisterTaskDefinition input shape (cached)."""
+    return _model()[0]
+
+
+def _quote(value):
+    text = repr(value)
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[:MAX_VALUE_CHARS - 3] + '...'
+    return text
+
+
+def _refuse(errors):
+    shown = [e if len(e) <= MAX_ERROR_CHARS else e[:MAX_ERROR_CHARS - 3] + '...' for e in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        shown.append('and %d more' % (len(errors) - MAX_ERRORS))
+    raise SpecError('; '.join(shown))
+
+
+def _unwrap(td, field):
+    if isinstance(td, list):
+        raise SpecError('%s is a list: give it as containerDefinitions of a task definition with a family' % field)
+    if not isinstance(td, dict):
+        raise SpecError('%s must be a mapping (a task definition), got %s' % (field, type(td).__name__))
+    if 'taskDefinition' not in td:
+        return td
+    inner = td['taskDefinition']
+    if not isinstance(inner, dict):
+        raise SpecError('%s.taskDefinition must be a mapping (a task definition), got %s'
+                        % (field, type(inner).__name__))
+    others = [k for k in td if k not in ('taskDefinition', 'tags', 'ResponseMetadata')]
+    if others:
+        raise SpecError('Unknown parameter in %s: "%s", must be one of: taskDefinition, tags' % (field, others[0]))
+    if td.get('tags') is not None and inner.get('tags') is None:
+        inner = dict(inner, tags=td['tags'])
+    return inner
+
+
+def _empty(value):
+    return value is None or (isinstance(value, (list, dict)) and not value)
+
+
+def _clean(value):
+    """A copy without null, empty-list and empty-mapping members, at every depth."""
+    if isinstance(value, dict):
+        out = {}
+        for key, member in value.items():
+            member = _clean(member)
+            if not _empty(member):
+                out[key] = member
+        return out
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _path(field, parts):
+    text = field
+    for part in parts:
+        text += '[%d]' % part if isinstance(part, int) else '.%s' % part
+    return text
+
+
+def _placeholders(value, parts, field, errors):
+    """Appends a message for each string value that is a template placeholder (the rule: module docstring)."""
+    if isinstance(value, dict):
+        for key, member in value.items():
+            _placeholders(member, parts + (key,), field, errors)
+    elif isinstance(value, list):
+        for i, member in enumerate(value):
+            _placeholders(member, parts + (i,), field, errors)
+    elif isinstance(value, str):
+        names = tuple(p for p in parts if not isinstance(p, int))
+        text = value.strip()
+        if names in _COMMAND_PATHS:
+            found = _TEMPLATE_WHOLE.match(text)
+        elif names in _FREE_TEXT_PATHS or names[:-1] in _FREE_TEXT_PATHS:
+            found = _TEMPLATE_WHOLE.match(text) or _SHELL_WHOLE.match(text)
+        else:
+            found = _TEMPLATE_WHOLE.match(text) or _SHELL_WHOLE.match(text) or _TEMPLATE_INSIDE.search(text)
+        if found:
+            errors.append('%s is a template placeholder left in the file: %s' % (_path(field, parts), _quote(value)))
+
+
+def _coerce(value, shape, parts, field, errors):
+    """The value with numbers and booleans written as strings taken as such, where the model says so."""
+    kind = shape.type_name
+    if kind == 'structure' and isinstance(value, dict):
+        members = shape.members
+        for key in value:
+            if key in members:
+                value[key] = _coerce(value[key], members[key], parts + (key,), field, errors)
+    elif kind == 'list' and isinstance(value, list):
+        for i, member in enumerate(value):
+            value[i] = _coerce(member, shape.member, parts + (i,), field, errors)
+    elif kind == 'map' and isinstance(value, dict):
+        for key in value:
+            value[key] = _coerce(value[key], shape.value, parts + (key,), field, errors)
+    elif kind in ('integer', 'long'):
+        if isinstance(value, bool):
+            errors.append('%s must be an integer, got %s' % (_path(field, parts), _quote(value)))
+        elif isinstance(value, str):
+            if _INTEGER.match(value):
+                return int(value.strip())
+            errors.append('%s must be an integer, got %s' % (_path(field, parts), _quote(value)))
+    elif kind == 'boolean' and isinstance(value, str):
+        taken = _BOOLEANS.get(value.strip().lower())
+        if taken is None:
+            errors.append('%s must be true or false, got %s' % (_path(field, parts), _quote(value)))
+        return taken
+    return value
+
+
+def _report_line(line, field):
+    """One line of botocore's report with its path rewritten to start with `field`."""
+    line = _CLASS.sub(r'\1', line)
+    found = _REPORT_LINE.match(line)
+    if not found:
+        return '%s: %s' % (field, line)
+    name = found.group(2)
+    path = field if name in ('', 'input') else '%s.%s' % (field, name)
+    return found.group(1) + path + line[found.end(2):]
+
+
+def normalize(td, field='task_definition'):
+    """The task definition `td` as RegisterTaskDefinition input, cleaned (a new dict), or SpecError.
+
+    The steps and the placeholder rule are in the module docstring.
+    """
+    td = _clean(_unwrap(td, field))
+    for key in OUTPUT_ONLY:
+        td.pop(key, None)
+    errors = []
+    containers = td.get('containerDefinitions')
+    if isinstance(containers, list):
+        for i, container in enumerate(containers):
+            if isinstance(container, str):
+                errors.append('%s.containerDefinitions[%d] is a string, not a container definition (a mapping): %s'
+                              % (field, i, _quote(container)))
+                containers[i] = None
+    _placeholders(td, (), field, errors)
+    if errors:
+        _refuse(errors)
+    shape, validator = _model()
+    td = _coerce(td, shape, (), field, errors)
+    if errors:
+        _refuse(errors)
+    report = validator.validate(td, shape)
+    if report.has_errors():
+        _refuse([_report_line(line, field) for line in _REPORT_SPLIT.split(report.generate_report())])
+    return td
+
+
+def next_release_fields(td, field='task_definition'):
+    """(path, key) for each container-level field of a normalized `td` that a later release handles.
+
+    `key` names what is not supported yet: a field (FIELDS_NEXT, `secretOptions`) or `awsfirelens`, the log
+    driver; `path` is where it is, starting with `field`. The caller refuses them ("... is not supported yet").
+    """
+    found = []
+    for i, container in enumerate(td.get('containerDefinitions') or ()):
+        if not isinstance(container, dict):
+            continue
+        where = '%s.containerDefinitions[%d]' % (field, i)
+        found.extend(('%s.%s' % (where, key), key) for key in FIELDS_NEXT if key in container)
+        logs = container.get('logConfiguration')
+        if isinstance(logs, dict):
+            found.extend(('%s.logConfiguration.%s' % (where, key), key) for key in LOG_FIELDS_NEXT if key in logs)
+            if logs.get('logDriver') in LOG_DRIVERS_NEXT:
+                found.append(('%s.logConfiguration.logDriver' % where, logs['logDriver']))
+    return found
