@@ -24,7 +24,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
@@ -254,6 +254,14 @@ class Pass:
                 if error:
                     self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, error))
 
+    def _holder_cred_id(self, decl):
+        """The credential ID a bridge-backed task's holder carries (a cut-short start made it, and no container
+        yet): the run keeps it."""
+        holder = self.network.holder(decl.cluster, decl.name)
+        if holder is None or not bridge_backed(decl.network):
+            return None
+        return holder['labels'].get('drover.cred-id')
+
     def _teardown_network(self, decl):
         """Every path that ends a run ends its network: ENI back, link and its filter, holder, netns, /30.
         The task's credential registration goes first: its /30 is never free while one names it."""
@@ -310,17 +318,21 @@ class Pass:
         reason = None
         network_mode = decl.network_mode if decl.network_mode != 'bridge' else None
         netview = None
+        cred_id = None
+        if decl.task_role_arn:
+            carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
+            cred_id = carried[0] if carried else self._holder_cred_id(decl) or new_cred_id(decl)
         if decl.network is not None:
+            # A holder on the bridge is the address its task's containers fetch credentials from (they share its
+            # namespace): it carries their credential ID, as a bridge task's containers do.
+            labels = {'drover.cred-id': cred_id} if cred_id and bridge_backed(decl.network) else None
             try:
-                netview = self.network.present(decl.network)[1]
+                netview = self.network.present(decl.network, labels=labels)[1]
                 network_mode = 'container:%s' % netview['holder_id']
             except (net.NetError, EngineError, PoolExhausted) as exc:
                 self._teardown_network(decl)
                 return self._failed_views(decl), plan_mod.reason_network(exc), None
-        cred_id = None
         if decl.task_role_arn:
-            carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
-            cred_id = carried[0] if carried else new_cred_id(decl)
             task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
             self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
         for name, obs in list(kept.items()):
@@ -367,8 +379,8 @@ class Pass:
             try:
                 cid = self.engine.create(
                     container_name(decl, spec), spec.image, more_labels, environment=environment,
-                    ports=spec.port_mappings, network_mode=network_mode, device_requests=device_requests,
-                    config=config, host=host)
+                    ports=spec.port_mappings if decl.network is None else None, network_mode=network_mode,
+                    device_requests=device_requests, config=config, host=host)
                 made.append(cid)
                 self.engine.start(cid)
             except EngineError as exc:

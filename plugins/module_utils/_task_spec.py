@@ -254,9 +254,24 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None
     if network_mode == 'awsvpc' and state == 'running':
-        if not raw.get('awsvpc'):
-            raise SpecError('%sawsvpc (eni_mac, and address or dhcp) is required with network_mode awsvpc' % prefix)
-        network = _netns_spec.net_spec(raw['awsvpc'], name, cluster, prefix + 'awsvpc')
+        # Without awsvpc.eni_mac, the task's namespace is held on the engine's bridge network and publishes
+        # the containers' ports; around an ENI, its address reaches the containers and nothing is published.
+        network = _netns_spec.net_spec(raw.get('awsvpc') or {}, name, cluster, prefix + 'awsvpc', eni_required=False)
+        published = {}
+        for i, spec in enumerate(containers):
+            where = '%s[%d].port_mappings' % (containers_field, i)
+            if spec.port_mappings and not _netns_spec.bridge_backed(network):
+                raise SpecError('%s: an awsvpc task with an ENI (%sawsvpc.eni_mac) publishes no ports, its containers '
+                                'are reached on the ENI\'s address; ports are published with network_mode bridge, '
+                                'or awsvpc without an ENI' % (where, prefix))
+            for j, port in enumerate(spec.port_mappings):
+                key = (port.container_port, port.protocol)
+                if key in published:
+                    raise SpecError('%s[%d]: port %d/%s is mapped by container %s too; the containers of an awsvpc '
+                                    'task share one network namespace' % (where, j, key[0], key[1], published[key]))
+                published[key] = spec.name
+        network = network._replace(ports=tuple(
+            (p.container_port, p.host_port, p.protocol) for c in containers for p in c.port_mappings))
     elif raw.get('awsvpc') and network_mode != 'awsvpc':
         raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
     if network_mode == 'host' and state == 'running' and not allow_host_network:

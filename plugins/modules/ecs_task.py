@@ -81,49 +81,67 @@ options:
       - V(host) (or C(networkMode) C(host) in O(task_definition)) is refused before anything changes unless
         O(allow_host_network) is set, since a task on the host's network sees the traffic of every task on the
         host.
-      - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
-        M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
-        is torn down on every path that ends the task. The namespace, its credential link and /30 are the
-        task's own (its cluster and name together); the link carries traffic to and from the credentials
-        endpoint only. Needs O(awsvpc).
+      - V(awsvpc) gives the task a network namespace of its own, built before the first container starts;
+        every container joins it (they reach each other on C(localhost), as on AWS), and it is torn down on
+        every path that ends the task. It is held by a holder container, labelled with the task, and listed by
+        C(ip netns) under the task's name (C(drover-<task>-<digest>)).
+      - With O(awsvpc.eni_mac), the namespace is built around that hot-plugged ENI, as
+        M(drover.fleet.task_netns) does. The namespace, its credential link and /30 are the task's own (its
+        cluster and name together); the link carries traffic to and from the credentials endpoint only. No
+        port is published (the ENI's address reaches the containers); O(containers[].port_mappings) are refused.
+      - Without O(awsvpc), or without O(awsvpc.eni_mac) (a Fargate task definition on a host with no ENI),
+        the holder is on the engine's default bridge network, which addresses and routes the namespace; the
+        task's port mappings are published on the holder. The task reaches the credentials endpoint as a
+        bridge task does (the holder's bridge address, which its containers share, carries the run's
+        credential ID); it needs no credential link and no /30.
     type: str
     choices: [bridge, host, none, awsvpc]
   awsvpc:
     description:
       - The task network of O(network_mode=awsvpc), with the options of M(drover.fleet.task_netns).
+      - Optional. Without O(awsvpc.eni_mac), only O(awsvpc.dns_servers) and O(awsvpc.holder_image) may be
+        given; the options that only an ENI gives a meaning to (O(awsvpc.address), O(awsvpc.dhcp),
+        O(awsvpc.gateway), O(awsvpc.routes), O(awsvpc.credential_link), O(awsvpc.wait_timeout)) are refused by
+        name before anything changes.
       - A failure to build it stops the task with C(network setup failed) and leaves nothing behind.
+      - A change to it replaces the task.
     type: dict
     suboptions:
       eni_mac:
-        description: The MAC address of the ENI.
+        description:
+          - The MAC address of the ENI the namespace is built around.
+          - Without it, the namespace is held on the engine's bridge network (see O(network_mode)).
         type: str
-        required: true
       address:
-        description: The ENI's address with its prefix length (CIDR). Mutually exclusive with O(awsvpc.dhcp).
+        description:
+          - The ENI's address with its prefix length (CIDR). With an ENI, this or O(awsvpc.dhcp) is required.
+          - Mutually exclusive with O(awsvpc.dhcp).
         type: str
       dhcp:
-        description: Address the ENI by DHCP.
+        description: Address the ENI by DHCP (with an ENI, false when not given).
         type: bool
-        default: false
       gateway:
-        description: The default gateway.
+        description: The default gateway (with an ENI).
         type: str
       routes:
-        description: Further routes, each a mapping with C(dst) (a CIDR) and C(gateway).
+        description: Further routes (with an ENI), each a mapping with C(dst) (a CIDR) and C(gateway).
         type: list
         elements: dict
       dns_servers:
-        description: Name servers for the task's containers.
+        description:
+          - Name servers for the task's containers (the holder's, whose C(/etc/resolv.conf) every container of
+            the task shares, and C(/etc/netns/<netns>/resolv.conf) for C(ip netns exec)).
+          - Not given, the engine's own choice for a bridge-backed namespace (as for a bridge container).
         type: list
         elements: str
       credential_link:
-        description: Build the credential link (a veth pair on an allocated /30, and the route to 169.254.170.2/32).
+        description:
+          - Build the credential link (a veth pair on an allocated /30, and the route to 169.254.170.2/32).
+          - With an ENI, true when not given. Without one it is refused.
         type: bool
-        default: true
       wait_timeout:
-        description: Seconds to wait for the ENI to appear on the host.
+        description: Seconds to wait for the ENI to appear on the host; 30 when not given.
         type: int
-        default: 30
       holder_image:
         description: The image of the container that holds the task's network namespace; it must have C(sleep).
         type: str
@@ -391,6 +409,20 @@ EXAMPLES = r'''
         image: drover.local/busybox:1
         command: [httpd, -f, -p, "80"]
 
+- name: An awsvpc task on a host with no ENI (its namespace on the engine's bridge, port 8080 published)
+  drover.fleet.ecs_task:
+    name: shop
+    network_mode: awsvpc
+    containers:
+      - name: app
+        image: drover.local/busybox:1
+        command: [httpd, -f, -p, "8080"]
+        port_mappings:
+          - container_port: 8080
+      - name: side
+        image: drover.local/busybox:1
+        command: [sh, -c, "while sleep 5; do wget -q -O - http://localhost:8080/ >/dev/null; done"]
+
 - name: Stop a task with a reason
   drover.fleet.ecs_task:
     name: web
@@ -537,15 +569,17 @@ def main():
         containers=dict(type='list', elements='dict', options=container_options()),
         task_definition=dict(type='dict'),
         network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
+        # No defaults for the ENI's options: without an ENI, one given is refused by name (the spec says
+        # what each defaults to with one).
         awsvpc=dict(type='dict', options=dict(
-            eni_mac=dict(type='str', required=True),
+            eni_mac=dict(type='str'),
             address=dict(type='str'),
-            dhcp=dict(type='bool', default=False),
+            dhcp=dict(type='bool'),
             gateway=dict(type='str'),
             routes=dict(type='list', elements='dict'),
             dns_servers=dict(type='list', elements='str'),
-            credential_link=dict(type='bool', default=True),
-            wait_timeout=dict(type='int', default=30),
+            credential_link=dict(type='bool'),
+            wait_timeout=dict(type='int'),
             holder_image=dict(type='str', default='drover.local/busybox:1'),
         )),
         state=dict(type='str', choices=['running', 'stopped', 'absent'], default='running'),
