@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write plugins/doc_fragments/containers.py (the documentation of ecs_task's `containers`) and the table of
 container fields in docs/ecs_task.md (between its container-settings markers) from the table of container
 settings (plugins/module_utils/_container_settings.py). `--check`: exit 1 when a file is not what the table
@@ -117,7 +116,7 @@ def main():
                 if f.read() != text:
                     stale.append(os.path.relpath(path, ROOT))
         if stale:
-            sys.stderr.write('%s: not what the table of container settings makes: run hack/gen-docs.py\n'
+            sys.stderr.write('%s: not what the table of container settings makes: run python hack/gen-docs.py\n'
                              % ', '.join(stale))
             return 1
         return 0

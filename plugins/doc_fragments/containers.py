@@ -152,7 +152,7 @@ options:
             elements: str
       mount_points:
         description:
-        - Volumes of the task (O(volumes)) mounted into the container (Docker binds).
+        - Volumes of the task (ECS C(volumes)) mounted into the container (Docker binds).
         - ECS C(mountPoints).
         type: list
         elements: dict

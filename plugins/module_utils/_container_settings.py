@@ -318,7 +318,7 @@ SETTINGS = (
           U('drop', 'drop', 'strs', 'Capabilities dropped (Docker\'s C(--cap-drop)); V(NET_RAW) is dropped without '
             'being named here.'))),
     S('mount_points', 'mountPoints', 'records', [
-        'Volumes of the task (O(volumes)) mounted into the container (Docker binds).'], sub=(
+        'Volumes of the task (ECS C(volumes)) mounted into the container (Docker binds).'], sub=(
             U('source_volume', 'sourceVolume', 'str', 'The name of the task volume.', required=True),
             U('container_path', 'containerPath', 'str', 'Where it is mounted (an absolute path).', required=True),
             U('read_only', 'readOnly', 'bool', 'Mount it read-only.'))),
@@ -541,7 +541,7 @@ def _namer(field, ecs):
         setting = BY_OPTION[option]
         name = setting.ecs if ecs and setting.ecs else option
         if rest and ecs:
-            first, _, tail = rest.partition('.')
+            first, tail = rest.partition('.')[0], rest.partition('.')[2]
             subs = dict((u.option, u.ecs) for u in setting.sub)
             rest = subs.get(first, first) + ('.' + tail if tail else '')
         return '%s.%s%s' % (field, name, '.' + rest if rest else '')
@@ -766,7 +766,7 @@ def _engine_value(option, value, c, names):
     if option == 'links':
         out = {}
         for link in value:
-            target, _, alias = link.partition(':')
+            target, alias = link.partition(':')[0], link.partition(':')[2]
             out[names[target]] = alias or target
         return out
     if option == 'ulimits':

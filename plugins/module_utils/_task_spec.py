@@ -23,10 +23,6 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
-# What other declarations share with a task's containers.
-from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (  # noqa: F401
-    IMAGE_RE, MIN_MEMORY_MIB, CAPABILITIES, DEFAULT_DROP, Capabilities, PortMapping, capabilities,
-    check_environment_size)
 
 # Docker limits a container name to 255 bytes; the container name is '<task>-<container>'.
 MAX_CONTAINER_NAME = 255

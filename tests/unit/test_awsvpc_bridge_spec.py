@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import (
     ENI_ONLY_KEYS, bridge_backed, hashable, net_spec, netns_name)
 from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
@@ -72,8 +73,8 @@ def test_in_a_set_of_tasks_the_entry_is_named():
 def test_ports_are_published_on_the_same_host_port():
     t = task(containers=ports({'container_port': 8080}, {'container_port': 53, 'host_port': 53, 'protocol': 'udp'},
                               {'container_port': 9090, 'host_port': 0}))
-    assert t.containers[0].port_mappings == (spec.PortMapping(8080, 8080, 'tcp'), spec.PortMapping(53, 53, 'udp'),
-                                             spec.PortMapping(9090, 9090, 'tcp'))
+    assert t.containers[0].port_mappings == (settings.PortMapping(8080, 8080, 'tcp'), settings.PortMapping(53, 53, 'udp'),
+                                             settings.PortMapping(9090, 9090, 'tcp'))
     assert t.network.ports == ((8080, 8080, 'tcp'), (53, 53, 'udp'), (9090, 9090, 'tcp'))
 
 

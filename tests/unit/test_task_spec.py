@@ -123,7 +123,7 @@ def test_task_definition_as_aws_returns_it():
     c = t.containers[0]
     assert (c.name, c.cpu, c.memory, c.command, c.gpu) == ('httpd', 256, 64, ('httpd', '-f'), 1)
     assert dict(c.environment) == {'A': 'b'}
-    assert c.port_mappings == (spec.PortMapping(80, None, 'tcp'),)
+    assert c.port_mappings == (settings.PortMapping(80, None, 'tcp'),)
     same = spec.task_set({'name': 'web', 'containers': [{
         'name': 'httpd', 'image': IMG, 'cpu': 256, 'memory': 64, 'command': ['httpd', '-f'], 'entrypoint': [],
         'environment': {'A': 'b'}, 'port_mappings': [{'container_port': 80}], 'gpu': 1}]})[0][0]
@@ -247,7 +247,7 @@ def test_the_containers_documentation_is_what_the_table_makes():
     import sys
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     run = subprocess.run([sys.executable, os.path.join(root, 'hack', 'gen-docs.py'), '--check'],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
 
 
