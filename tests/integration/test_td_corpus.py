@@ -94,7 +94,7 @@ def classify(docs):
         normalized[i] = out
         found = _td_model.next_release_fields(out)
         if found:
-            nxt[i] = sorted(set(key for _, key in found))
+            nxt[i] = sorted(set(found_key[1] for found_key in found))
         else:
             eligible.append(i)
     return invalid, nxt, eligible, normalized
@@ -233,7 +233,7 @@ def scoped_snapshot(engine, store_path, cluster):
 
 def test_every_document_in_check_mode_is_accepted_or_refused_naming_a_field(engine, cluster, converge, store_path):
     docs = load_corpus()
-    invalid, nxt, eligible, _ = classify(docs)
+    invalid, nxt, eligible = classify(docs)[:3]
     options = module_options()
     before = scoped_snapshot(engine, store_path, cluster)
     results = check_pass(converge, docs, options)
@@ -354,8 +354,8 @@ def standins(engine):
         for image, (runs, checks) in sorted(wanted.items()):
             if image in made:
                 continue
-            built, _ = engine.images.build(fileobj=_context(runs, checks), custom_context=True, tag=image,
-                                           pull=False, rm=True, forcerm=True)
+            built = engine.images.build(fileobj=_context(runs, checks), custom_context=True, tag=image,
+                                        pull=False, rm=True, forcerm=True)[0]
             made[image] = built.id
         return made
     yield build
@@ -449,7 +449,7 @@ def expect_links(cd, ctx):
     me = ctx['c']['Name']
     out = []
     for link in cd['links']:
-        target, _, alias = link.partition(':')
+        target, alias = link.partition(':')[0], link.partition(':')[2]
         out.append(('links %s' % link, True, '/%s-%s:%s/%s' % (ctx['task'], target, me, alias or target) in got))
     return out
 
@@ -845,7 +845,7 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
         assert not purged.failed, purged.get('msg')
     elapsed = time.time() - started
     left = leftovers(engine, cluster, store_path, netns_before, cgroups)
-    fields = collections.Counter(field.split(' ')[0].split('.')[0] for _, _, field in checks)
+    fields = collections.Counter(check[2].split(' ')[0].split('.')[0] for check in checks)
     text = '\n'.join([
         'real converges: %d documents in %d calls, %.1f s (stand-in images %.1f s) %s' % (
             len(real), len(groups), elapsed, built, ' '.join(real)),
