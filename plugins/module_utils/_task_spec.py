@@ -32,6 +32,8 @@ MAX_CONTAINERS = 10
 MAX_STOP_REASON = 255
 # A credential ID ends up in a URI path (/v2/credentials/<id>).
 CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}\Z')
+# An IAM role's name: ECS takes it for a role ARN of the account (the role is assumed as arn:...:role/<name>).
+ROLE_NAME_RE = re.compile(r'^[A-Za-z0-9+=,.@_-]{1,64}\Z')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
 STATES = ('running', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
@@ -215,8 +217,9 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         if not isinstance(cred_id, str) or not CRED_ID_RE.match(cred_id):
             raise SpecError('%scred_id must be 1 to 64 letters, digits, ".", "_" or "-", got %r' % (prefix, cred_id))
     for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
-        if val is not None and (not isinstance(val, str) or not val.startswith('arn:')):
-            raise SpecError('%s must be an IAM role ARN (arn:...), got %r' % (role_fields[key], val))
+        if val is not None and (not isinstance(val, str) or not (val.startswith('arn:') or ROLE_NAME_RE.match(val))):
+            raise SpecError('%s must be an IAM role ARN (arn:...) or a role name (as ECS takes it: letters, digits and '
+                            '+=,.@_-, at most 64), got %r' % (role_fields[key], val))
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     containers = ()

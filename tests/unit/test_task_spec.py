@@ -259,3 +259,14 @@ def test_every_setting_is_in_the_argument_spec_the_docs_and_the_hash():
         assert docs[option]['type'] == entry['type'], option
         if 'options' in entry:
             assert sorted(docs[option]['suboptions']) == sorted(entry['options']), option
+
+
+@pytest.mark.parametrize('role,ok', [('ecsTaskRole', True), ('ECS-task-full-access', True),
+                                     ('arn:aws:iam::123456789012:role/app', True), ('role with space', False),
+                                     ('x' * 65, False), ('role/path', False)])
+def test_a_task_role_is_an_arn_or_a_role_name(role, ok):
+    td = {'family': 'web', 'taskRoleArn': role, 'containerDefinitions': [{'name': 'a', 'image': IMG}]}
+    if ok:
+        assert spec.task_set({'task_definition': td})[0][0].task_role_arn == role
+    else:
+        refused({'task_definition': td}, 'task_definition.taskRoleArn', 'role name')
