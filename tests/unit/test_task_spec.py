@@ -85,7 +85,7 @@ def test_spec_hash_ignores_restart_and_pull():
     ({'tasks': [], 'name': 'x'}, ('tasks is mutually exclusive with name',)),
     ({'name': 'web', 'registry_auth': {'registry': 'r.example', 'username': 'u'}, 'containers': [
         {'name': 'a', 'image': IMG}]}, ('registry_auth.password', 'required')),
-    ({'name': 'web', 'task_role_arn': 'role', 'containers': [{'name': 'a', 'image': IMG}]}, ('task_role_arn', 'ARN')),
+    ({'name': 'web', 'task_role_arn': 'a role', 'containers': [{'name': 'a', 'image': IMG}]}, ('task_role_arn', 'ARN')),
     ({'tasks': [{'name': 'a', 'containers': [{'name': 'm', 'image': IMG}]},
                 {'name': 'a', 'containers': [{'name': 'm', 'image': IMG, 'command': ['x']}]}]},
      ('tasks[1]', 'second time')),
@@ -159,8 +159,8 @@ def test_a_field_of_a_later_release_is_named_before_what_the_task_level_asks(con
 @pytest.mark.parametrize('key,field', [('taskRoleArn', 'task_definition.taskRoleArn'),
                                        ('executionRoleArn', 'task_definition.executionRoleArn')])
 def test_a_role_of_the_task_definition_that_is_no_arn_is_named_where_it_is(key, field):
-    refused({'task_definition': dict(TD, **{key: 'ecsTaskRole'})}, field, 'ecsTaskRole')
-    refused({'tasks': [{'task_definition': dict(TD, **{key: 'ecsTaskRole'})}]}, 'tasks[0].' + field)
+    refused({'task_definition': dict(TD, **{key: 'ecs task role'})}, field, 'ecs task role')
+    refused({'tasks': [{'task_definition': dict(TD, **{key: 'ecs task role'})}]}, 'tasks[0].' + field)
 
 
 def test_task_definition_network_mode_must_agree():
