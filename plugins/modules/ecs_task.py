@@ -200,7 +200,8 @@ options:
         default: false
   task_role_arn:
     description:
-      - The task's IAM role. At each run's start a credential ID is registered for it in the host store,
+      - The task's IAM role, an ARN or (as ECS takes it) a role name, which is the role of that name in the account of
+        the host's credentials. At each run's start a credential ID is registered for it in the host store,
         each container gets C(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>),
         C(AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.2/v2/credentials/<credID>) and
         C(AWS_CONTAINER_AUTHORIZATION_TOKEN), the task's token, which the AWS SDKs send to the credentials
