@@ -587,7 +587,7 @@ def _check_level(tasks, engine):
                 raise TaskFailure('task %s/%s: volumes %s (scope shared) is on the engine with the driver %s, not %s'
                                   % (decl.cluster, decl.name, vol.name, have['driver'], vol.driver))
     if any(t.cpu or t.memory for t in running):
-        driver, _ = engine.cgroups()
+        driver = engine.cgroups()[0]
         if driver != 'cgroupfs':
             sized = [t for t in running if t.cpu or t.memory][0]
             raise TaskFailure('task %s/%s: the task size (cpu, memory) is a parent cgroup this collection makes with '

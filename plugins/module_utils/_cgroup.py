@@ -156,7 +156,7 @@ class Cgroups:
     def _rmtree(top):
         """rmdir a cgroup and the cgroups under it, deepest first (a cgroup's files cannot be removed, only its
         directory, once no process is in it)."""
-        for dirpath, dirnames, _ in os.walk(top, topdown=False):
+        for dirpath, dirnames, dummy in os.walk(top, topdown=False):  # pylint: disable=unused-variable
             for name in dirnames:
                 path = os.path.join(dirpath, name)
                 if os.path.isdir(path):

@@ -129,10 +129,9 @@ class _Parser:
         if kind != 'word':
             self.fail('expected attribute:<name>, got %r' % value)
         self.take()
-        subject, _, name = value.partition(':')
+        subject, name = value.partition(':')[::2]
         if subject != 'attribute' or not name:
-            known = [s for s in FLEET_SUBJECTS if value == s or value.startswith(s.split(':')[0] + ':')]
-            if known or value in FLEET_SUBJECTS:
+            if value in FLEET_SUBJECTS or subject == 'task':
                 self.fail('the subject %s describes a fleet of ECS instances; a host of its own has only its '
                           'attributes (attribute:<name>)' % value)
             self.fail('expected attribute:<name>, got %r' % value)
@@ -194,7 +193,7 @@ def _eval(node, attributes):
         return _eval(node[1], attributes) and _eval(node[2], attributes)
     if kind == 'not':
         return not _eval(node[1], attributes)
-    _, name, op, arg = node
+    name, op, arg = node[1:]
     value = attributes.get(name)
     if op == 'exists':
         return value is not None

@@ -29,8 +29,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._container_settings i
 LEVEL = (('cpu', 'cpu'), ('memory', 'memory'), ('volumes', 'volumes'),
          ('placement_constraints', 'placementConstraints'), ('runtime_platform', 'runtimePlatform'),
          ('ipc_mode', 'ipcMode'), ('pid_mode', 'pidMode'))
-LEVEL_OPTIONS = tuple(o for o, _ in LEVEL)
-LEVEL_ECS = tuple(e for _, e in LEVEL)
+LEVEL_OPTIONS = tuple(pair[0] for pair in LEVEL)
+LEVEL_ECS = tuple(pair[1] for pair in LEVEL)
 # ECS task-definition keys that change nothing on a host of its own (accepted, or accepted with a warning).
 ECS_WARNED = {'ephemeralStorage': 'sizes the ephemeral storage of Fargate tasks only; a host of its own gives a '
                                   'task the engine\'s storage'}
@@ -73,6 +73,13 @@ Constraint = collections.namedtuple('Constraint', ('type', 'expression'))
 Platform = collections.namedtuple('Platform', ('cpu_architecture', 'operating_system_family'))
 
 
+def _naming(ecs):
+    """A member's key: the option's (snake_case) or ECS's (camelCase)."""
+    def name(option, camel):
+        return camel if ecs else option
+    return name
+
+
 def _namer(field, ecs):
     """A member's name in a message: the option's (snake_case) or ECS's (camelCase)."""
     def at(option, ecs_name, where=field):
@@ -99,8 +106,8 @@ def _amount(value, field, unit_re, scale, what):
         raise SpecError('%s must be %s, got %r' % (field, what, value))
     amount = number * factor
     if amount != int(amount):
-        raise SpecError('%s %r is not a whole number of %s' % (field, value, 'CPU units' if scale == CPU_UNITS
-                                                                   else 'MiB'))
+        unit = 'CPU units' if scale == CPU_UNITS else 'MiB'
+        raise SpecError('%s %r is not a whole number of %s' % (field, value, unit))
     return int(amount)
 
 
@@ -158,7 +165,7 @@ def _members(raw, field, allowed):
 
 def _volume(raw, where, ecs, policy, region):
     at = _namer(where, ecs)
-    n = (lambda option, camel: camel if ecs else option)
+    n = _naming(ecs)
     keys = [n('name', 'name'), n('host', 'host'), n('docker_volume_configuration', 'dockerVolumeConfiguration'),
             n('efs_volume_configuration', 'efsVolumeConfiguration'),
             n('fsx_windows_file_server_volume_configuration', 'fsxWindowsFileServerVolumeConfiguration'),
@@ -207,7 +214,7 @@ def _volume(raw, where, ecs, policy, region):
             raise SpecError('%s.driver must be a volume driver name, got %r' % (where, driver))
         opts = mapping(docker[dk[3]], '%s.%s' % (where, dk[3])) if docker.get(dk[3]) is not None else ()
         labels = mapping(docker['labels'], '%s.labels' % where) if docker.get('labels') is not None else ()
-        bad = [k for k, _ in labels if k.startswith('drover.')]
+        bad = [pair[0] for pair in labels if pair[0].startswith('drover.')]
         if bad:
             raise SpecError('%s.labels: %s is one of the collection\'s own labels (drover.*)' % (where, bad[0]))
         if scope == 'shared' and not ENGINE_VOLUME_RE.match(name):
@@ -358,7 +365,7 @@ def placement(raw, field, ecs, attributes, check_host):
 
 def runtime_platform(raw, field, ecs, machine, check_host):
     """runtimePlatform, checked against the host's machine."""
-    n = (lambda option, camel: camel if ecs else option)
+    n = _naming(ecs)
     keys = [n('cpu_architecture', 'cpuArchitecture'), n('operating_system_family', 'operatingSystemFamily')]
     _members(raw, field, keys)
     arch, family = raw.get(keys[0]), raw.get(keys[1])

@@ -71,7 +71,7 @@ def tidy(engine, cluster):
         except Exception:  # pylint: disable=broad-except
             pass
     for path in sorted(cgroup_dirs(cluster), key=len, reverse=True):
-        for dirpath, dirnames, _ in os.walk(path, topdown=False):
+        for dirpath, dirnames, dummy in os.walk(path, topdown=False):  # pylint: disable=unused-variable
             for d in dirnames:
                 os.rmdir(os.path.join(dirpath, d))
         os.rmdir(path)
@@ -423,8 +423,8 @@ def test_purge_leaves_nothing(engine, cluster, converge, tidy):
     assert not converge(tasks=[], purge=True)['changed']
 
 
-def test_adoption_after_store_loss_keeps_the_containers_and_absent_still_cleans(engine, cluster, converge,
-                                                                                 store_path, tmp_path, tidy):
+def test_adoption_after_store_loss_keeps_the_containers_and_absent_still_cleans(
+        engine, cluster, converge, store_path, tidy):
     first = converge(**_full())
     ids = sorted(c['runtime_id'] for c in first['task']['containers'])
     os.remove(store_path)

@@ -282,8 +282,8 @@ def test_mount_points_name_volumes_of_the_task():
 
 @pytest.mark.parametrize('key, value, words', [
     ('proxyConfiguration', {'containerName': 'envoy'}, ['task_definition.proxyConfiguration', 'App Mesh']),
-    ('inferenceAccelerators', [{'deviceName': 'a', 'deviceType': 'b'}], ['inferenceAccelerators',
-                                                                          'Elastic Inference']),
+    ('inferenceAccelerators', [{'deviceName': 'a', 'deviceType': 'b'}],
+     ['inferenceAccelerators', 'Elastic Inference']),
     ('enableFaultInjection', True, ['task_definition.enableFaultInjection true is refused']),
 ])
 def test_fields_refused_by_name(key, value, words):
