@@ -753,134 +753,17 @@ events:
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._td_model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
-from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (
-    DEFAULT_LOG_DRIVER_MAP, LOG_DRIVERS, argument_spec as container_options)
-
-# One entry of `tasks`: every option taken as it is given (the task spec checks it and names the entry in its
-# message; an option an entry leaves out takes the top-level one), but the registry password is declared
-# no_log, so that Ansible hides it in the invocation it logs on the host (syslog, the journal) and returns.
-TASK_ENTRY_OPTIONS = dict(
-    name=dict(type='raw'),
-    cluster=dict(type='raw'),
-    containers=dict(type='raw'),
-    task_definition=dict(type='raw'),
-    network_mode=dict(type='raw'),
-    awsvpc=dict(type='raw'),
-    state=dict(type='raw'),
-    stop_reason=dict(type='raw'),
-    restart=dict(type='raw'),
-    pull=dict(type='raw'),
-    registry_auth=dict(type='dict', no_log=False, options=dict(
-        registry=dict(type='raw'),
-        username=dict(type='raw'),
-        password=dict(type='raw', no_log=True),
-        ecr=dict(type='raw'),
-    )),
-    task_role_arn=dict(type='raw'),
-    execution_role_arn=dict(type='raw'),
-    cred_id=dict(type='raw'),
-    cpu=dict(type='raw'),
-    memory=dict(type='raw'),
-    volumes=dict(type='raw'),
-    placement_constraints=dict(type='raw'),
-    runtime_platform=dict(type='raw'),
-    ipc_mode=dict(type='raw'),
-    pid_mode=dict(type='raw'),
-)
-
-VOLUME_OPTIONS = dict(
-    name=dict(type='str', required=True),
-    host=dict(type='dict', options=dict(source_path=dict(type='str'))),
-    docker_volume_configuration=dict(type='dict', options=dict(
-        scope=dict(type='str', choices=['task', 'shared']),
-        autoprovision=dict(type='bool'),
-        driver=dict(type='str'),
-        driver_opts=dict(type='dict'),
-        labels=dict(type='dict'),
-    )),
-    efs_volume_configuration=dict(type='dict', options=dict(
-        file_system_id=dict(type='str', required=True),
-        root_directory=dict(type='str'),
-        transit_encryption=dict(type='str'),
-        transit_encryption_port=dict(type='int'),
-        authorization_config=dict(type='dict'),
-    )),
-)
-
 
 def main():
-    argument_spec = dict(
-        name=dict(type='str'),
-        cluster=dict(type='str', default='default'),
-        containers=dict(type='list', elements='dict', options=container_options()),
-        task_definition=dict(type='dict'),
-        network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
-        # No defaults for the ENI's options: without an ENI, one given is refused by name (the spec says
-        # what each defaults to with one).
-        awsvpc=dict(type='dict', options=dict(
-            eni_mac=dict(type='str'),
-            address=dict(type='str'),
-            dhcp=dict(type='bool'),
-            gateway=dict(type='str'),
-            routes=dict(type='list', elements='dict'),
-            dns_servers=dict(type='list', elements='str'),
-            credential_link=dict(type='bool'),
-            wait_timeout=dict(type='int'),
-            holder_image=dict(type='str', default='drover.local/busybox:1'),
-        )),
-        state=dict(type='str', choices=['running', 'stopped', 'absent'], default='running'),
-        stop_reason=dict(type='str'),
-        restart=dict(type='str', choices=['never', 'on-failure', 'always'], default='never'),
-        pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
-        registry_auth=dict(type='dict', no_log=False, options=dict(
-            registry=dict(type='str', required=True),
-            username=dict(type='str'),
-            password=dict(type='str', no_log=True),
-            ecr=dict(type='bool', default=False),
-        )),
-        aws_region=dict(type='str'),
-        aws_endpoint_url=dict(type='str'),
-        task_role_arn=dict(type='str'),
-        cred_id=dict(type='str'),
-        execution_role_arn=dict(type='str'),
-        cpu=dict(type='raw'),
-        memory=dict(type='raw'),
-        volumes=dict(type='list', elements='dict', options=VOLUME_OPTIONS),
-        placement_constraints=dict(type='list', elements='dict', options=dict(
-            type=dict(type='str', required=True, choices=['memberOf', 'distinctInstance']),
-            expression=dict(type='str'),
-        )),
-        runtime_platform=dict(type='dict', options=dict(
-            cpu_architecture=dict(type='str', choices=['X86_64', 'ARM64']),
-            operating_system_family=dict(type='str'),
-        )),
-        ipc_mode=dict(type='str', choices=['host', 'task', 'none']),
-        pid_mode=dict(type='str', choices=['host', 'task']),
-        tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
-        purge=dict(type='bool', default=False),
-        gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
-        gpu_devices=dict(type='list', elements='str'),
-        gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
-        gpu_strict=dict(type='bool', default=False),
-        allow_host_network=dict(type='bool', default=False),
-        allow_privileged=dict(type='bool', default=False),
-        log_drivers=dict(type='list', elements='str', choices=list(LOG_DRIVERS), default=list(LOG_DRIVERS)),
-        log_driver_map=dict(type='dict', default=dict(DEFAULT_LOG_DRIVER_MAP)),
-        allow_host_namespaces=dict(type='bool', default=False),
-        bind_paths=dict(type='list', elements='str'),
-        attributes=dict(type='dict'),
-    )
-    argument_spec.update(host_args())
     module = make_module(
-        argument_spec=argument_spec,
-        mutually_exclusive=[('containers', 'task_definition'), ('tasks', 'name'), ('tasks', 'containers'),
-                            ('tasks', 'task_definition')],
-        required_if=[('gpu_discovery', 'static', ('gpu_devices',))],
+        argument_spec=_argspecs.ecs_task_spec(),
         supports_check_mode=True,
         entries=('tasks',),
+        **_argspecs.ECS_TASK_RULES
     )
     require_docker(module)
     given = [module.params.get('task_definition')] + [t.get('task_definition') for t in module.params.get('tasks') or []

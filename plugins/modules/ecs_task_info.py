@@ -71,17 +71,13 @@ tasks:
            exit_code: null, gpu_ids: []}
 '''
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, info
 
 
 def main():
-    argument_spec = dict(
-        cluster=dict(type='str'),
-        name=dict(type='str'),
-    )
-    argument_spec.update(host_args(lock=False))
-    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=_argspecs.ecs_task_info_spec(), supports_check_mode=True)
     require_docker(module)
     try:
         result = info(module.params)

@@ -61,15 +61,14 @@ pools:
       type: dict
 '''
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import info
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 
 
 def main():
-    argument_spec = dict(pool=dict(type='str'))
-    argument_spec.update(host_args(lock=False))
-    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=_argspecs.gh_runner_info_spec(), supports_check_mode=True)
     require_docker(module)
     try:
         result = info(module.params)

@@ -446,63 +446,14 @@ events:
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, not_mappings, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, not_mappings, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge
 from ansible_collections.drover.fleet.plugins.module_utils._github import HAS_GITHUB, GITHUB_IMPORT_ERROR
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 
 
-# The options of one pool, as `pool` takes them and as each entry of `pools` may (no defaults here: an option
-# an entry leaves out takes the call's own value).
-POOL_OPTIONS = dict(
-    pool=dict(type='str'),
-    hold_until=dict(type='str'),
-    repository=dict(type='str'),
-    organization=dict(type='str'),
-    labels=dict(type='list', elements='str'),
-    runner_group_id=dict(type='int'),
-    profile=dict(type='dict', options=dict(
-        name=dict(type='str', required=True),
-        image=dict(type='str', required=True),
-        cpus=dict(type='float'),
-        memory=dict(type='int'),
-        slots=dict(type='int', required=True),
-        network_mode=dict(type='str', choices=['bridge', 'host', 'none'], default='bridge'),
-        environment=dict(type='dict'),
-        pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
-        registry_auth=dict(type='dict', options=dict(
-            registry=dict(type='str', required=True),
-            username=dict(type='str', required=True),
-            password=dict(type='str', required=True, no_log=True),
-        )),
-        capabilities=dict(type='dict', options=dict(
-            add=dict(type='list', elements='str'),
-            drop=dict(type='list', elements='str'),
-        )),
-    )),
-    warm=dict(type='int'),
-    scale=dict(type='str', choices=['queued', 'fixed']),
-    idle_timeout=dict(type='int'),
-    name_prefix=dict(type='str'),
-    machine_id=dict(type='str'),
-    work_folder=dict(type='str'),
-    state=dict(type='str', choices=['present', 'absent']),
-    kill_busy=dict(type='bool'),
-    api_url=dict(type='str'),
-    token=dict(type='str', no_log=True),
-    app_id=dict(type='int'),
-    app_private_key=dict(type='str', no_log=True),
-    installation_id=dict(type='int'),
-    github_timeout=dict(type='int'),
-)
-# One entry of `pools`: every option taken as it is given (check_pools checks it and names the entry in its
-# message), but the GitHub secrets are declared no_log, so that Ansible hides them in the invocation it logs on
-# the host (syslog, the journal) and returns.
-POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
-                          for k, v in POOL_OPTIONS.items())
-DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
-                state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
-
+POOL_OPTIONS = _argspecs.POOL_OPTIONS
 
 def check_pools(module):
     """Each entry of `pools` checked and converted as the module's own options are; fails naming the entry."""
@@ -529,22 +480,13 @@ def check_pools(module):
 
 
 def main():
-    argument_spec = dict((k, dict(v, default=DEFAULTS[k]) if k in DEFAULTS else v) for k, v in POOL_OPTIONS.items())
-    argument_spec.update(
-        pools=dict(type='list', elements='dict', options=POOL_ENTRY_OPTIONS),
-        purge=dict(type='bool', default=False),
-        allow_host_network=dict(type='bool', default=False),
-    )
-    argument_spec.update(host_args())
     module = make_module(
-        argument_spec=argument_spec,
-        mutually_exclusive=[('pool', 'pools'), ('repository', 'organization'), ('token', 'app_id'),
-                            ('token', 'app_private_key')],
-        required_one_of=[('pool', 'pools')],
+        argument_spec=_argspecs.gh_runner_slot_spec(),
         supports_check_mode=True,
         entries=('pools',),
         # An entry's profile is taken whole: the registry password inside it is hidden all the same.
         nested_secrets=[('pools', 'profile', 'registry_auth', 'password')],
+        **_argspecs.GH_RUNNER_SLOT_RULES
     )
     check_pools(module)
     require_docker(module)

@@ -84,19 +84,13 @@ stale:
   sample: []
 '''
 
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, info
-from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
-from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH
 
 
 def main():
-    argument_spec = dict(
-        discovery=dict(type='str', choices=list(MODES), default='auto'),
-        devices=dict(type='list', elements='str'),
-        store_path=dict(type='path', default=DEFAULT_STORE_PATH),
-    )
-    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=_argspecs.gpu_info_spec(), supports_check_mode=True)
     try:
         result = info(module.params)
     except GpuFailure as exc:

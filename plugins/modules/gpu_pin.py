@@ -169,25 +169,13 @@ source:
   sample: nvml
 '''
 
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, converge
-from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
-from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH, LOCK_TIMEOUT
 
 
 def main():
-    argument_spec = dict(
-        task=dict(type='str', required=True),
-        container=dict(type='str'),
-        count=dict(type='int'),
-        state=dict(type='str', choices=['present', 'absent'], default='present'),
-        discovery=dict(type='str', choices=list(MODES), default='auto'),
-        devices=dict(type='list', elements='str'),
-        strict=dict(type='bool', default=False),
-        store_path=dict(type='path', default=DEFAULT_STORE_PATH),
-        lock_timeout=dict(type='int', default=LOCK_TIMEOUT),
-    )
-    module = make_module(argument_spec=argument_spec, supports_check_mode=True)
+    module = make_module(argument_spec=_argspecs.gpu_pin_spec(), supports_check_mode=True)
     try:
         result = converge(module.params, check_mode=module.check_mode, diff=module._diff)
     except GpuFailure as exc:

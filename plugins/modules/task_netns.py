@@ -171,35 +171,18 @@ steps:
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.drover.fleet.plugins.module_utils._args import host_args, make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
 from ansible_collections.drover.fleet.plugins.module_utils import _apply_netns
 from ansible_collections.drover.fleet.plugins.module_utils._netns import HAS_PYROUTE2, PYROUTE2_IMPORT_ERROR
 
 
 def main():
-    argument_spec = dict(
-        name=dict(type='str', required=True),
-        cluster=dict(type='str', default='default'),
-        eni_mac=dict(type='str'),
-        address=dict(type='str'),
-        dhcp=dict(type='bool', default=False),
-        gateway=dict(type='str'),
-        routes=dict(type='list', elements='dict', options=dict(
-            dst=dict(type='str', required=True),
-            gateway=dict(type='str'),
-        )),
-        dns_servers=dict(type='list', elements='str'),
-        credential_link=dict(type='bool', default=True),
-        wait_timeout=dict(type='int', default=30),
-        holder_image=dict(type='str', default='drover.local/busybox:1'),
-        state=dict(type='str', choices=['present', 'absent'], default='present'),
-    )
-    argument_spec.update(host_args())
     module = make_module(
-        argument_spec=argument_spec,
-        required_if=[('state', 'present', ('eni_mac',))],
+        argument_spec=_argspecs.task_netns_spec(),
         supports_check_mode=True,
+        **_argspecs.TASK_NETNS_RULES
     )
     require_docker(module)
     if not HAS_PYROUTE2:
