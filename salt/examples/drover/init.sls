@@ -1,0 +1,21 @@
+{#- drover: this minion's tasks and runner pools, from pillar (docs/salt.md).
+
+    drover:
+      host: {store_path: /var/lib/drover/store.db}      # options every state takes (docker_host, timeout, ...)
+      tasks: {cluster: prod, purge: true, tasks: [...]}  # drover.fleet.ecs_task's options
+      pools: {purge: true, token: ..., pools: [...]}     # drover.fleet.gh_runner_slot's options
+
+The declarations are read from pillar by the states (pillar_key), so that no secret of theirs is written
+into the minion's cache of compiled states. Run by `salt-call --local state.apply drover` (a timer), or from a master's highstate. -#}
+{%- set drover = salt['pillar.get']('drover', {}) %}
+{%- set host = drover.get('host') or {} %}
+{%- for kind, fun in (('tasks', 'drover_task.running'), ('pools', 'drover_pool.present')) %}
+{%- if drover.get(kind) is mapping %}
+drover-{{ kind }}:
+  {{ fun }}:
+{%- for key, value in host.items() %}
+    - {{ key }}: {{ value | json }}
+{%- endfor %}
+    - pillar_key: drover:{{ kind }}
+{%- endif %}
+{%- endfor %}

@@ -1,0 +1,65 @@
+"""ECS-style tasks on this minion's Docker engine, converged by the drover.fleet collection's core.
+
+    web:
+      drover_task.running:
+        - cluster: prod
+        - containers:
+          - name: httpd
+            image: registry.example.com/web:1.4
+
+The options are exactly those of the Ansible module drover.fleet.ecs_task (with its defaults); the state ID is
+the task's name, unless `tasks` is given (then the ID only names the state). The state function gives the
+task's `state`: running, stopped or absent. docs/salt.md has the rest.
+"""
+
+from saltext.drover import core
+
+__virtualname__ = 'drover_task'
+# Nested in a task's entry, declared whole: hidden as the module hides it.
+NESTED_SECRETS = (('tasks', 'registry_auth', 'password'),)
+
+
+def __virtual__():
+    reason = core.missing(__opts__)
+    return (False, 'drover_task: %s' % reason) if reason else __virtualname__
+
+
+def _converge(name, state, kwargs):
+    argspecs = core.core('_argspecs', __opts__)
+    spec = argspecs.ecs_task_spec()
+    try:
+        given = core.state_args(kwargs, __pillar__)
+    except core.Invalid as exc:
+        return core.invalid(name, exc)
+    if 'tasks' not in given:
+        given.setdefault('name', name)
+    given['state'] = state
+    hidden = core.secrets(spec, given, NESTED_SECRETS)
+    try:
+        params = core.check(spec, given, argspecs.ECS_TASK_RULES)
+    except core.Invalid as exc:
+        return core.invalid(name, exc, hidden)
+    apply_task = core.core('_apply_task', __opts__)
+    td_model = core.core('_td_model', __opts__)
+    tds = [params.get('task_definition')] + [t.get('task_definition') for t in params.get('tasks') or [] if isinstance(t, dict)]
+    if not td_model.HAS_BOTOCORE and any(td is not None for td in tds):
+        return core.invalid(name, 'task_definition needs botocore (pip install botocore) to check it by AWS\'s model of ECS')
+    what = 'tasks %s' % ', '.join('%s' % (t.get('name') or '?') for t in params['tasks'] if isinstance(t, dict)) \
+        if params.get('tasks') is not None else 'task %s/%s' % (params['cluster'], params.get('name'))
+    return core.run_state(name, lambda p, test: apply_task.converge(p, check_mode=test, diff=True), params, hidden,
+                          bool(__opts__.get('test')), __salt__, __opts__, what)
+
+
+def running(name, **kwargs):
+    """The task (or each of `tasks`) runs as declared."""
+    return _converge(name, 'running', kwargs)
+
+
+def stopped(name, **kwargs):
+    """The task's containers are stopped (kept, with their exit codes)."""
+    return _converge(name, 'stopped', kwargs)
+
+
+def absent(name, **kwargs):
+    """The task's containers are removed, and its records dropped from the host store."""
+    return _converge(name, 'absent', kwargs)

@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+"""The Salt extension (salt/) on the real engine, masterless: `salt-call --local state.apply drover` with the
+example state salt/examples/drover and a pillar of the test's own; the four steps, agreement with the Ansible
+module on the same declaration, bad pillar, a runner pool against the GitHub stand-in, events on the bus."""
+
+from __future__ import absolute_import, division, print_function
+
+import uuid
+
+import pytest
+
+from helpers import IMAGE, host_snapshot, wait_for
+from sweep import register
+
+TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)
+REPO = 'octo/app'
+RUNNER_IMAGE = 'drover.local/runner:1'
+
+
+def declaration(cluster, **extra):
+    tasks = dict(cluster=cluster, purge=True, tasks=[
+        dict(name='web', restart='always',
+             containers=[dict(name='main', image=IMAGE, command=['sleep', '3600'], memory=64)]),
+        dict(name='batch', containers=[dict(name='job', image=IMAGE, command=['sleep', '3600'])]),
+    ])
+    tasks.update(extra)
+    return tasks
+
+
+def running(engine, cluster):
+    return sorted(c.name for c in engine.containers.list(filters={'label': 'drover.cluster=%s' % cluster}))
+
+
+def test_tasks_in_four_steps_with_events(engine, minion, bus, cluster, store_path):
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': declaration(cluster)})
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    check = minion.apply(test=True)['drover-tasks']
+    assert check['result'] is None, check
+    assert sorted(check['changes']) == ['%s/batch' % cluster, '%s/web' % cluster]
+    assert check['changes']['%s/web' % cluster]['old'] is None
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+    assert bus.events(1, timeout=1) == []
+    apply = minion.apply()['drover-tasks']
+    assert apply['result'] is True and sorted(apply['changes']) == ['%s/batch' % cluster, '%s/web' % cluster], apply
+    assert running(engine, cluster) == ['batch-job', 'web-main']
+    seen = bus.events(2)
+    assert sorted(tag for tag, dummy in seen) == ['drover/task/%s/batch/task.running' % cluster,
+                                                  'drover/task/%s/web/task.running' % cluster]
+    assert all(data['cluster'] == cluster for dummy, data in seen)
+    again = minion.apply()['drover-tasks']
+    assert again['result'] is True and again['changes'] == {}, again
+    check = minion.apply(test=True)['drover-tasks']
+    assert check['result'] is True and check['changes'] == {}, check
+    # The execution module: what ecs_task_info returns.
+    info = minion.call('drover.tasks', 'cluster=%s' % cluster, 'store_path=%s' % store_path)
+    assert sorted((t['name'], t['last_status']) for t in info['tasks']) == [('batch', 'RUNNING'), ('web', 'RUNNING')]
+    # Nothing declared any more, with purge: the tasks go.
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': dict(cluster=cluster, purge=True, tasks=[])})
+    gone = minion.apply()['drover-tasks']
+    assert gone['result'] is True and sorted(gone['changes']) == ['%s/batch' % cluster, '%s/web' % cluster]
+    assert engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}) == []
+
+
+@pytest.mark.parametrize('first', ['salt', 'ansible'])
+def test_salt_and_ansible_agree(engine, minion, module_runner, cluster, store_path, first):
+    decl = declaration(cluster)
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': decl})
+
+    def salt():
+        ret = minion.apply()['drover-tasks']
+        assert ret['result'] is True, ret
+        return bool(ret['changes'])
+
+    def ansible():
+        result = module_runner('ecs_task', dict(decl, store_path=store_path))
+        assert not result.failed, result
+        return result['changed']
+    order = (salt, ansible) if first == 'salt' else (ansible, salt)
+    assert order[0]() is True
+    assert running(engine, cluster) == ['batch-job', 'web-main']
+    ids = sorted(c.id for c in engine.containers.list(filters={'label': 'drover.cluster=%s' % cluster}))
+    assert order[1]() is False
+    assert order[0]() is False
+    assert sorted(c.id for c in engine.containers.list(filters={'label': 'drover.cluster=%s' % cluster})) == ids
+
+
+@pytest.mark.parametrize('bad, named', [
+    ({'restart': 'sometimes'}, 'restart'),                                    # a choice (the argument spec)
+    ({'tasks': [{'name': 'web', 'containers': [{'name': 'main', 'image': IMAGE, 'memory': 'lots'}]}]},
+     'memory'),                                                               # the core's own check
+    ({'tasks': [{'name': 'web', 'containers': [{'name': 'main', 'imagee': IMAGE}]}]}, 'imagee'),
+    ({'timeout': 'soon'}, 'timeout'),                                         # a type
+])
+def test_bad_pillar_changes_nothing(engine, minion, cluster, store_path, bad, named):
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': declaration(cluster)})
+    assert minion.apply()['drover-tasks']['result'] is True
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': declaration(cluster, **bad)})
+    for test in (True, False):
+        ret = minion.apply(test=test)['drover-tasks']
+        assert ret['result'] is False and ret['changes'] == {}, ret
+        assert named in ret['comment'], ret['comment']
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+
+
+def test_secrets_never_returned(engine, minion, cluster, store_path):
+    password = register('pw-%s' % uuid.uuid4().hex)
+    decl = declaration(cluster)
+    decl['tasks'][0].update(registry_auth={'registry': 'registry.invalid', 'username': 'u', 'password': password},
+                            pull='never')
+    decl['tasks'][1]['containers'][0]['bogus'] = password       # refused: the message must not echo it either
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': decl})
+    ret = minion.apply(test=True)['drover-tasks']
+    assert ret['result'] is False and password not in repr(ret), ret
+
+
+def test_runner_pool_against_the_standin(engine, minion, bus, standin, pool_name, store_path):
+    pools = dict(token=TOKEN, api_url=standin.url, repository=REPO, labels=['self-hosted', 'linux', 'drover'],
+                 allow_host_network=True, pools=[dict(
+                     pool=pool_name, machine_id='mid' + pool_name, warm=1,
+                     profile=dict(name='small', image=RUNNER_IMAGE, slots=2, network_mode='host', memory=64,
+                                  environment={'DROVER_JOB_SECONDS': '1'}))])
+    minion.pillar({'host': {'store_path': store_path}, 'pools': pools})
+    check = minion.apply(test=True)['drover-pools']
+    assert check['result'] is None and len(check['changes']['started']) == 1, check
+    assert engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}) == []
+    apply = minion.apply()['drover-pools']
+    assert apply['result'] is True and len(apply['changes']['started']) == 1, apply
+    name = apply['changes']['started'][0]
+    assert [tag for tag, dummy in bus.events(1)] == ['drover/pool/%s/runner.started' % pool_name]
+    wait_for(lambda: (standin.runner_by_name(name) or {}).get('status') == 'online')
+    again = minion.apply()['drover-pools']
+    assert again['result'] is True and again['changes'] == {}, again
+    check = minion.apply(test=True)['drover-pools']
+    assert check['result'] is True and check['changes'] == {}, check
+    assert TOKEN not in repr([check, again, apply])
+    info = minion.call('drover.pools', 'pool=%s' % pool_name, 'store_path=%s' % store_path)
+    assert [p['name'] for p in info['pools']] == [pool_name]
+    pools['pools'][0]['state'] = 'absent'
+    minion.pillar({'host': {'store_path': store_path}, 'pools': pools})
+    gone = minion.apply()['drover-pools']
+    assert gone['result'] is True and gone['changes'], gone
+    assert engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}) == []
+
+
+def test_virtual_says_what_is_missing(minion, tmp_path):
+    """Without the collection, the states do not load, and say why."""
+    import json
+    import os
+    path = os.path.join(minion.conf, 'minion')
+    with open(path) as f:
+        config = json.load(f)
+    config['drover.collections_path'] = str(tmp_path / 'nowhere')
+    with open(path, 'w') as f:
+        json.dump(config, f)
+    minion.pillar({'tasks': {'tasks': []}})
+    out = minion.call('state.apply', 'drover', env={'HOME': str(tmp_path)})
+    text = repr(out)
+    assert 'drover.fleet collection was not found' in text and 'nowhere' in text, text
