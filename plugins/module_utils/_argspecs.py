@@ -83,7 +83,6 @@ VOLUME_OPTIONS = dict(
 )
 
 
-
 def ecs_task_spec():
     """ecs_task's argument spec."""
     spec = dict(
@@ -213,8 +212,7 @@ POOL_OPTIONS = dict(
 POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
                           for k, v in POOL_OPTIONS.items())
 POOL_DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
-                state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
-
+                     state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
 
 
 def gh_runner_slot_spec():

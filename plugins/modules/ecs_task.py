@@ -758,6 +758,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._args import make_mod
 from ansible_collections.drover.fleet.plugins.module_utils._td_model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
 
+
 def main():
     module = make_module(
         argument_spec=_argspecs.ecs_task_spec(),

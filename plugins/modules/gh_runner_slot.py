@@ -455,6 +455,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFail
 
 POOL_OPTIONS = _argspecs.POOL_OPTIONS
 
+
 def check_pools(module):
     """Each entry of `pools` checked and converted as the module's own options are; fails naming the entry."""
     validator = ArgumentSpecValidator(POOL_OPTIONS)
