@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo test setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -45,7 +45,7 @@ demo: setup
 	hack/demo-eni.sh down
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 
-test: setup changelog docs lint unit integration faults-ci molecule galaxy sanity
+test: setup changelog docs lint unit salt integration faults-ci molecule galaxy sanity
 	@echo 'make test: all suites passed'
 
 setup: venv engine hostdeps images standin-deps collection
@@ -56,6 +56,22 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
+
+# The Salt extension (salt/, docs/salt.md) in a venv of its own: Salt's dependencies are not the Ansible venv's.
+SALT_VENV ?= $(ROOT)/.venv-salt
+salt-venv: $(SALT_VENV)/.installed
+$(SALT_VENV)/.installed: salt/requirements.txt salt/pyproject.toml
+	test -x $(SALT_VENV)/bin/python || python3 -m venv $(SALT_VENV)
+	$(SALT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(SALT_VENV)/bin/python -m pip install -q -r salt/requirements.txt
+	$(SALT_VENV)/bin/python -m pip install -q -e salt/
+	touch $@
+
+# The Salt suite (tests/salt): salt-call --local from the Salt venv, driven by this venv's pytest (which also runs
+# the Ansible module on the same declarations), on the real engine and the GitHub stand-in.
+salt: setup salt-venv
+	DROVER_SALT_VENV=$(SALT_VENV) $(PY) -m pytest -q tests/salt $(PYTEST_ARGS)
+	hack/leaks.sh
 
 engine:
 	hack/engine.sh

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
-# or container of a test cluster (t + 10 hex digits, and the molecule clusters), runner container of a
-# test pool, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
+# or container of a test cluster (t + 10 hex digits, s + 10 for the Salt suite, and the molecule clusters),
+# runner container of a test pool, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
 # the host's default store.
 set -uo pipefail
 left=()
@@ -21,11 +21,11 @@ while read -r name cluster; do
 done < <(docker ps -a --filter label=drover.role=netns-holder --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|s[0-9a-f]{10}|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
 done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name pool; do
   [ -n "$name" ] || continue
-  [[ $pool =~ ^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|molrun|molrec)$ ]] && left+=("runner container $name (pool $pool)")
+  [[ $pool =~ ^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|sp[0-9a-f]{8}|molrun|molrec)$ ]] && left+=("runner container $name (pool $pool)")
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
 # The credential links' filter rules (filter table, keyed to a link's host side dv<10 hex>).
 while read -r rule; do
@@ -51,7 +51,7 @@ while read -r name cluster; do
 done < <(docker volume ls --filter label=drover.scope=task --format '{{.Name}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("shared volume $name (cluster $cluster)")
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|s[0-9a-f]{10}|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("shared volume $name (cluster $cluster)")
 done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}} {{.Label "drover.cluster"}}')
 for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
   [ -d "$dir" ] && left+=("cgroup ${dir%/}")

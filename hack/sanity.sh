@@ -34,6 +34,8 @@ venv_rel=${VENV#"$ROOT"/}
     while IFS= read -r -d '' f; do
       case $f in
         collection/*|"$venv_rel"/*) continue ;;
+        # The Salt extension and its suite are not part of the collection (galaxy.yml's build_ignore).
+        salt/*|tests/salt/*|.venv-salt/*) continue ;;
       esac
       # Tracked but deleted in the work tree: nothing to copy.
       [ -e "$f" ] || [ -L "$f" ] || continue
