@@ -17,5 +17,8 @@ drover-{{ kind }}:
     - {{ key }}: {{ value | json }}
 {%- endfor %}
     - pillar_key: drover:{{ kind }}
+{%- if kind == 'pools' and salt['pillar.get']('drover_holds') %}
+    - holds: {{ salt['pillar.get']('drover_holds') | json }}
+{%- endif %}
 {%- endif %}
 {%- endfor %}

@@ -31,6 +31,16 @@ def _converge(name, state, kwargs):
     if 'pools' not in given:
         given.setdefault('pool', name)
     given['state'] = state
+    # `holds` (this extension's own): {pool: YYYY-MM-DDTHH:MM:SSZ}, fleet-wide holds from outside this minion (a
+    # reactor's, salt/examples/reactor): each is the hold_until of its pool, where the pool gives none itself.
+    holds = given.pop('holds', None) or {}
+    if not isinstance(holds, dict):
+        return core.invalid(name, 'holds must be a mapping of pool names to times, got %s' % type(holds).__name__)
+    if holds and given.get('pools') is None and given.get('pool') in holds:
+        given.setdefault('hold_until', holds[given['pool']])
+    if holds and isinstance(given.get('pools'), list):
+        given['pools'] = [dict(e, hold_until=holds[e['pool']]) if isinstance(e, dict) and e.get('hold_until') is None
+                          and e.get('pool') in holds else e for e in given['pools']]
     hidden = core.secrets(spec, given, NESTED_SECRETS)
     try:
         params = core.check(spec, given, argspecs.GH_RUNNER_SLOT_RULES)
