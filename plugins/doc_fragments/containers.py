@@ -172,7 +172,8 @@ options:
             type: bool
       volumes_from:
         description:
-        - Mount every volume of another container of the task (Docker's C(--volumes-from)).
+        - Mount every volume of another container of the task (Docker's C(--volumes-from)); that container is started
+          first.
         - ECS C(volumesFrom).
         type: list
         elements: dict
@@ -191,7 +192,7 @@ options:
       links:
         description:
         - Other containers of the task this one reaches by name, each V(name) or V(name:alias) (Docker's C(--link)); with
-          O(network_mode=bridge) only.
+          O(network_mode=bridge) only. They are started first (containers that need each other in a cycle are refused).
         - ECS C(links).
         type: list
         elements: str

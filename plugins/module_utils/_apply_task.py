@@ -329,7 +329,7 @@ class Pass:
             if uuids and self.ledger.adopt('%s/%s' % (self.gpu_task(decl), name), self.gpu_task(decl), uuids)[1]:
                 self.engine.remove(obs['id'])
                 del kept[name]
-        for spec in decl.containers:
+        for spec in settings.start_order(decl.containers):
             obs = kept.get(spec.name)
             if obs is not None:
                 try:
@@ -382,7 +382,8 @@ class Pass:
             self.store.delete_credentials(decl.cluster, decl.name)
             self._teardown_network(decl)
             return self._failed_views(decl), reason, None
-        return views, None, netview
+        declared = [c.name for c in decl.containers]
+        return sorted(views, key=lambda v: declared.index(v['name'])), None, netview
 
     @staticmethod
     def _names(decl):

@@ -309,13 +309,15 @@ SETTINGS = (
             U('container_path', 'containerPath', 'str', 'Where it is mounted (an absolute path).', required=True),
             U('read_only', 'readOnly', 'bool', 'Mount it read-only.'))),
     S('volumes_from', 'volumesFrom', 'records', [
-        'Mount every volume of another container of the task (Docker\'s C(--volumes-from)).'], sub=(
+        'Mount every volume of another container of the task (Docker\'s C(--volumes-from)); that container is '
+        'started first.'], sub=(
             U('source_container', 'sourceContainer', 'str', 'The other container\'s name in the task.',
               required=True),
             U('read_only', 'readOnly', 'bool', 'Mount them read-only.')), to='host.volumes_from'),
     S('links', 'links', 'strs', [
         'Other containers of the task this one reaches by name, each V(name) or V(name:alias) (Docker\'s '
-        'C(--link)); with O(network_mode=bridge) only.'], to='host.links', awsvpc=False),
+        'C(--link)); with O(network_mode=bridge) only. They are started first (containers that need each other '
+        'in a cycle are refused).'], to='host.links', awsvpc=False),
     S('ulimits', 'ulimits', 'records', 'Resource limits (Docker\'s C(--ulimit)).', sub=(
         U('name', 'name', 'str', 'The limit.', required=True, choices=list(ULIMITS)),
         U('soft_limit', 'softLimit', 'int', 'The soft limit.', required=True),
@@ -790,25 +792,75 @@ def _engine_value(option, value, c, names):
     return value
 
 
-def check_references(containers, field, network_mode, volume_names):
-    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points)."""
+def needs(c):
+    """The containers of the task that must exist before `c` is made: those it links to and those whose
+    volumes it takes (the engine resolves both when it creates `c`)."""
+    out = [link.partition(':')[0] for link in c.links or ()]
+    out.extend(dict(v)['source_container'] for v in c.volumes_from or ())
+    return out
+
+
+def start_order(containers):
+    """The task's containers in the order they are made: each after the ones it needs (links, volumes_from),
+    as ECS's agent orders them; in the order declared otherwise. The references were checked (no cycle)."""
+    done, out = set(), []
+
+    def visit(c, by_name):
+        if c.name in done:
+            return
+        done.add(c.name)
+        for name in needs(c):
+            visit(by_name[name], by_name)
+        out.append(c)
+    by_name = dict((c.name, c) for c in containers)
+    for c in containers:
+        visit(c, by_name)
+    return tuple(out)
+
+
+def check_references(containers, field, network_mode, volume_names, ecs=False):
+    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points):
+    each names another container (or a volume) of the task, and none goes round in a cycle."""
     names = set(c.name for c in containers)
     for i, c in enumerate(containers):
-        where = '%s[%d]' % (field, i)
+        at = _namer('%s[%d]' % (field, i), ecs)
         for j, v in enumerate(c.volumes_from or ()):
             src = dict(v)['source_container']
             if src not in names or src == c.name:
-                raise SpecError('%s.volumes_from[%d].source_container %r is not another container of the task'
-                                % (where, j, src))
+                raise SpecError('%s %r is not another container of the task'
+                                % (_member(at, 'volumes_from', j, 'source_container'), src))
         for j, link in enumerate(c.links or ()):
             target = link.partition(':')[0]
             if target not in names or target == c.name:
-                raise SpecError('%s.links[%d] %r does not name another container of the task' % (where, j, link))
+                raise SpecError('%s[%d] %r does not name another container of the task' % (at('links'), j, link))
         for j, m in enumerate(c.mount_points or ()):
             src = dict(m)['source_volume']
             if src not in volume_names:
-                raise SpecError('%s.mount_points[%d].source_volume %r is not a volume of the task (volumes: %s)'
-                                % (where, j, src, ', '.join(sorted(volume_names)) or 'none'))
+                raise SpecError('%s %r is not a volume of the task (volumes: %s)'
+                                % (_member(at, 'mount_points', j, 'source_volume'), src,
+                                   ', '.join(sorted(volume_names)) or 'none'))
+    by_name = dict((c.name, c) for c in containers)
+    for i, c in enumerate(containers):
+        seen = set()
+        todo = [(c.name, [c.name])]
+        while todo:
+            name, path = todo.pop()
+            for other in needs(by_name[name]):
+                if other == c.name:
+                    at = _namer('%s[%d]' % (field, i), ecs)
+                    raise SpecError('%s and %s go round in a cycle (%s): each needs the other to exist first'
+                                    % (at('links'), at('volumes_from'), ' -> '.join(path + [other])))
+                if other not in seen:
+                    seen.add(other)
+                    todo.append((other, path + [other]))
+
+
+def _member(at, option, index, member):
+    """The name of a member of one item of a list setting: containers[0].volumes_from[1].source_container,
+    or task_definition.containerDefinitions[0].volumesFrom[1].sourceContainer."""
+    whole = at(option, member)
+    head = at(option)
+    return '%s[%d]%s' % (head, index, whole[len(head):])
 
 
 def hashable(c):

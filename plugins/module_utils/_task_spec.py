@@ -209,7 +209,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (containers_field, i, name, spec.name, MAX_CONTAINER_NAME))
             out.append(spec)
         containers = tuple(out)
-        settings.check_references(containers, containers_field, network_mode, set())
+        settings.check_references(containers, containers_field, network_mode, set(),
+                                  ecs=raw.get('task_definition') is not None)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None

@@ -240,3 +240,37 @@ def test_every_setting_is_in_the_argument_spec_the_docs_and_the_hash():
         assert docs[option]['type'] == entry['type'], option
         if 'options' in entry:
             assert sorted(docs[option]['suboptions']) == sorted(entry['options']), option
+
+
+def box(name, **kw):
+    return dict({'name': name, 'image': IMG}, **kw)
+
+
+def test_containers_start_after_the_ones_they_link_to_or_take_volumes_from():
+    t = spec.task_set({'name': 'web', 'containers': [
+        box('main', links=['db:database'], volumes_from=[{'source_container': 'data'}]),
+        box('side'), box('data', links=['db']), box('db')]})[0][0]
+    assert [c.name for c in settings.start_order(t.containers)] == ['db', 'data', 'main', 'side']
+    assert [c.name for c in t.containers] == ['main', 'side', 'data', 'db']       # the declaration's order kept
+
+
+def test_containers_that_need_each_other_are_refused():
+    refused({'name': 'web', 'containers': [box('a', links=['b']), box('b', volumes_from=[{'source_container': 'a'}])]},
+            'containers[0].links', 'containers[0].volumes_from', 'cycle', 'a -> b -> a')
+    refused({'name': 'web', 'containers': [box('a', links=['b']), box('b', links=['c']), box('c', links=['b'])]},
+            'containers[1].links', 'b -> c -> b')
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
+        box('a', volumesFrom=[{'sourceContainer': 'b'}]), box('b', volumesFrom=[{'sourceContainer': 'a'}])]}},
+            'containerDefinitions[0].volumesFrom', 'cycle')
+
+
+def test_references_in_a_task_definition_are_named_as_ecs_names_them():
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
+        box('a', volumesFrom=[{'sourceContainer': 'a'}])]}},
+            'task_definition.containerDefinitions[0].volumesFrom[0].sourceContainer')
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
+        box('a', mountPoints=[{'sourceVolume': 'v', 'containerPath': '/v'}])]}},
+            'task_definition.containerDefinitions[0].mountPoints[0].sourceVolume')
+    refused({'name': 'web', 'containers': [box('a', volumes_from=[{'source_container': 'a'}])]},
+            'containers[0].volumes_from[0].source_container')
+
