@@ -290,7 +290,8 @@ options:
         type: bool
       docker_labels:
         description:
-        - Labels of the container. The collection's own C(drover.*) labels always win over one of the same name.
+        - 'Labels of the container. Names that start with C(drover.) are the collection''s own (it reads them back to
+          know its containers): one given here is left out, with a warning.'
         - ECS C(dockerLabels).
         type: dict
       privileged:

@@ -50,6 +50,8 @@ ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 # The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
+# The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
+OWN_LABELS = 'drover.'
 # Health check defaults, as ECS has them (seconds, retries).
 HEALTH_DEFAULTS = (('interval', 30), ('timeout', 5), ('retries', 3), ('start_period', 0))
 NANO = 10 ** 9
@@ -340,7 +342,8 @@ SETTINGS = (
     S('disable_networking', 'disableNetworking', 'bool', 'Run the container without a network; not with '
       'O(network_mode=awsvpc).', to='config.network_disabled', awsvpc=False),
     S('docker_labels', 'dockerLabels', 'map', [
-        'Labels of the container. The collection\'s own C(drover.*) labels always win over one of the same name.'],
+        'Labels of the container. Names that start with C(drover.) are the collection\'s own (it reads them back '
+        'to know its containers): one given here is left out, with a warning.'],
       to=None),
     S('privileged', 'privileged', 'bool', [
         'Run the container privileged: it gets every capability and every device of the host.',
@@ -585,6 +588,11 @@ def _rules(c, at, network_mode, host):
         for key, low, high in (('interval', 5, 300), ('timeout', 2, 60), ('retries', 1, 10), ('start_period', 0, 300)):
             if key in hc and not low <= hc[key] <= high:
                 raise SpecError('%s must be from %d to %d, got %d' % (at('health_check', key), low, high, hc[key]))
+    own = [k for k, v in c.docker_labels or () if k.startswith(OWN_LABELS)]
+    if own:
+        warnings.append('%s: %s %s in the collection\'s own label namespace (%s*): left out of container %s'
+                        % (at('docker_labels'), ', '.join(own), 'is' if len(own) == 1 else 'are', OWN_LABELS,
+                           c.name))
     for i, item in enumerate(c.extra_hosts or ()):
         if not re.match(r'^[0-9a-fA-F.:]+\Z', dict(item)['ip_address']):
             raise SpecError('%s[%d] address must be an IP address, got %r'
@@ -739,7 +747,8 @@ def render(c, task, names, volumes):
     host['cap_add'] = list(c.capabilities.add) or None
     host['cap_drop'] = list(c.capabilities.drop) or None
     if c.docker_labels:
-        labels.update(dict(c.docker_labels))
+        # The collection reads its own labels back (task, credentials, GPUs, grace period): never a declared one.
+        labels.update((k, v) for k, v in c.docker_labels if not k.startswith(OWN_LABELS))
     if c.start_timeout is not None:
         labels['drover.start-timeout'] = str(c.start_timeout)
     return config, host, labels

@@ -274,3 +274,10 @@ def test_references_in_a_task_definition_are_named_as_ecs_names_them():
     refused({'name': 'web', 'containers': [box('a', volumes_from=[{'source_container': 'a'}])]},
             'containers[0].volumes_from[0].source_container')
 
+
+def test_docker_labels_of_the_collections_namespace_are_left_out_with_a_warning():
+    t = one(containers=[box('main', docker_labels={'team': 'blue', 'drover.cred-id': 'x', 'drover.gpus': 'GPU-1'})])
+    assert len(t.warnings) == 1 and 'containers[0].docker_labels: drover.cred-id, drover.gpus are' in t.warnings[0]
+    labels = settings.render(t.containers[0], 'web', {'main': 'web-main'}, {})[2]
+    assert labels == {'team': 'blue'}
+    assert one(containers=[box('main', docker_labels={'team': 'blue'})]).warnings == ()
