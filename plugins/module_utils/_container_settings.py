@@ -562,29 +562,29 @@ def _rules(c, at, network_mode, host):
         item = dict(item)
         if item['hard_limit'] < item['soft_limit']:
             raise SpecError('%s (%d) is below its soft limit (%d)'
-                            % (at('ulimits', '%d.hard_limit' % i).replace('.%d.' % i, '[%d].' % i),
-                               item['hard_limit'], item['soft_limit']))
+                            % (_member(at, 'ulimits', i, 'hard_limit'), item['hard_limit'], item['soft_limit']))
     for option in ('mount_points', 'tmpfs', 'devices'):
         for i, item in enumerate(getattr(c, option) or ()):
             item = dict(item)
             path = item.get('container_path')
             if path is not None and not path.startswith('/'):
-                raise SpecError('%s[%d] container path must be absolute, got %r' % (at(option), i, path))
+                raise SpecError('%s must be an absolute path, got %r' % (_member(at, option, i, 'container_path'), path))
             if option == 'devices':
                 if not item['host_path'].startswith('/dev/'):
-                    raise SpecError('%s[%d] host path must be a device under /dev, got %r'
-                                    % (at(option), i, item['host_path']))
+                    raise SpecError('%s must be a device under /dev, got %r'
+                                    % (_member(at, option, i, 'host_path'), item['host_path']))
                 bad = [p for p in item.get('permissions') or () if p not in DEVICE_PERMISSIONS]
                 if bad:
-                    raise SpecError('%s[%d] permissions: %s is not one of %s'
-                                    % (at(option), i, ', '.join(bad), ', '.join(DEVICE_PERMISSIONS)))
+                    raise SpecError('%s %s is not one of %s'
+                                    % (_member(at, option, i, 'permissions'), ', '.join(bad),
+                                       ', '.join(DEVICE_PERMISSIONS)))
             if option == 'tmpfs' and item['size'] < 1:
-                raise SpecError('%s[%d] size must be at least 1 (MiB), got %d' % (at(option), i, item['size']))
+                raise SpecError('%s must be at least 1 (MiB), got %d' % (_member(at, option, i, 'size'), item['size']))
     if c.health_check is not None:
         hc = dict(c.health_check)
         if not hc['command'] or hc['command'][0] not in ('CMD', 'CMD-SHELL', 'NONE'):
-            raise SpecError('%s command must start with CMD, CMD-SHELL or NONE, got %r'
-                            % (at('health_check'), list(hc['command'][:1])))
+            raise SpecError('%s must start with CMD, CMD-SHELL or NONE, got %r'
+                            % (at('health_check', 'command'), list(hc['command'][:1])))
         for key, low, high in (('interval', 5, 300), ('timeout', 2, 60), ('retries', 1, 10), ('start_period', 0, 300)):
             if key in hc and not low <= hc[key] <= high:
                 raise SpecError('%s must be from %d to %d, got %d' % (at('health_check', key), low, high, hc[key]))
@@ -595,12 +595,12 @@ def _rules(c, at, network_mode, host):
                            c.name))
     for i, item in enumerate(c.extra_hosts or ()):
         if not re.match(r'^[0-9a-fA-F.:]+\Z', dict(item)['ip_address']):
-            raise SpecError('%s[%d] address must be an IP address, got %r'
-                            % (at('extra_hosts'), i, dict(item)['ip_address']))
+            raise SpecError('%s must be an IP address, got %r'
+                            % (_member(at, 'extra_hosts', i, 'ip_address'), dict(item)['ip_address']))
     for i, item in enumerate(c.system_controls or ()):
         if not re.match(r'^[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+\Z', dict(item)['namespace']):
-            raise SpecError('%s[%d] namespace %r is not a kernel parameter name (like net.core.somaxconn)'
-                            % (at('system_controls'), i, dict(item)['namespace']))
+            raise SpecError('%s %r is not a kernel parameter name (like net.core.somaxconn)'
+                            % (_member(at, 'system_controls', i, 'namespace'), dict(item)['namespace']))
     return warnings
 
 

@@ -281,3 +281,34 @@ def test_docker_labels_of_the_collections_namespace_are_left_out_with_a_warning(
     labels = settings.render(t.containers[0], 'web', {'main': 'web-main'}, {})[2]
     assert labels == {'team': 'blue'}
     assert one(containers=[box('main', docker_labels={'team': 'blue'})]).warnings == ()
+
+
+@pytest.mark.parametrize('native,ecs,native_field,ecs_field', [
+    ({'ulimits': [{'name': 'nofile', 'soft_limit': 2, 'hard_limit': 1}]},
+     {'ulimits': [{'name': 'nofile', 'softLimit': 2, 'hardLimit': 1}]},
+     'ulimits[0].hard_limit', 'ulimits[0].hardLimit'),
+    ({'tmpfs': [{'container_path': 'x', 'size': 1}]}, {'linuxParameters': {'tmpfs': [{'containerPath': 'x', 'size': 1}]}},
+     'tmpfs[0].container_path', 'linuxParameters.tmpfs[0].containerPath'),
+    ({'tmpfs': [{'container_path': '/x', 'size': 0}]}, {'linuxParameters': {'tmpfs': [{'containerPath': '/x', 'size': 0}]}},
+     'tmpfs[0].size', 'linuxParameters.tmpfs[0].size'),
+    ({'devices': [{'host_path': '/etc/x'}]}, {'linuxParameters': {'devices': [{'hostPath': '/etc/x'}]}},
+     'devices[0].host_path', 'linuxParameters.devices[0].hostPath'),
+    ({'devices': [{'host_path': '/dev/x', 'container_path': 'x'}]},
+     {'linuxParameters': {'devices': [{'hostPath': '/dev/x', 'containerPath': 'x'}]}},
+     'devices[0].container_path', 'linuxParameters.devices[0].containerPath'),
+    ({'devices': [{'host_path': '/dev/x', 'permissions': ['all']}]},
+     {'linuxParameters': {'devices': [{'hostPath': '/dev/x', 'permissions': ['all']}]}},
+     'devices[0].permissions', 'linuxParameters.devices[0].permissions'),
+    ({'health_check': {'command': ['true']}}, {'healthCheck': {'command': ['true']}},
+     'health_check.command', 'healthCheck.command'),
+    ({'health_check': {'command': ['NONE'], 'start_period': 301}}, {'healthCheck': {'command': ['NONE'], 'startPeriod': 301}},
+     'health_check.start_period', 'healthCheck.startPeriod'),
+    ({'extra_hosts': [{'hostname': 'a', 'ip_address': 'nope'}]}, {'extraHosts': [{'hostname': 'a', 'ipAddress': 'nope'}]},
+     'extra_hosts[0].ip_address', 'extraHosts[0].ipAddress'),
+    ({'system_controls': [{'namespace': 'x', 'value': '1'}]}, {'systemControls': [{'namespace': 'x', 'value': '1'}]},
+     'system_controls[0].namespace', 'systemControls[0].namespace'),
+])
+def test_a_bad_member_is_named_in_the_words_of_its_form(native, ecs, native_field, ecs_field):
+    refused({'name': 'web', 'containers': [box('main', **native)]}, 'containers[0].%s ' % native_field)
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [box('main', **ecs)]}},
+            'task_definition.containerDefinitions[0].%s ' % ecs_field)
