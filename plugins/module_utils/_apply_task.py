@@ -416,7 +416,7 @@ class Pass:
         events = list(plan.events)
         changed = plan.changed
         if not self.check_mode:
-            for obs in reversed(plan.remove):
+            for obs in stop_order(plan.remove):
                 self._stop(obs)
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
@@ -475,6 +475,13 @@ class Pass:
             return False
         record['network'] = view
         return bool(set(steps) - {'allocate'})
+
+
+def stop_order(observed):
+    """A run's containers in the order they stop: the last started first, so that one stops before the
+    containers it links to or takes volumes from. The engine lists the newest first; `created` (whole
+    seconds) keeps that order whatever order the listing came in, and within one second the listing's."""
+    return sorted(observed, key=lambda o: -(o.get('created') or 0))
 
 
 def _with_exit_codes(engine, grouped, keys):

@@ -529,3 +529,19 @@ def test_stop_sends_term_then_kills_after_the_stop_timeout(engine, cluster, conv
     assert task_containers(engine, cluster) == []
     assert died(engine, cid, since) == code
     assert low <= took <= high + 1.0, took
+
+
+def test_containers_stop_in_the_reverse_order_of_their_start(engine, cluster, converge):
+    """A container stops before the ones it links to (they started before it)."""
+    main = {'name': 'main', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3, 'links': ['db']}
+    db = {'name': 'db', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3, 'essential': False}
+    side = {'name': 'side', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3, 'essential': False}
+    r = converge(name=cluster, containers=[main, db, side])
+    assert r['task']['last_status'] == 'RUNNING'
+    time.sleep(0.5)
+    since = int(time.time()) - 1
+    converge(name=cluster, state='stopped')
+    events = engine.api.events(since=since, until=int(time.time()) + 1, decode=True,
+                               filters={'event': 'die', 'label': scope(cluster)})
+    order = [e['Actor']['Attributes']['drover.container'] for e in sorted(events, key=lambda e: e['timeNano'])]
+    assert order == ['side', 'main', 'db']          # started db, main, side
