@@ -15,8 +15,9 @@ import time
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils._container_settings import SETTINGS
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name, netns_name
 
-from helpers import IMAGE, host_snapshot, task_containers, warnings_of
+from helpers import IMAGE, host_snapshot, netns_list, task_containers, warnings_of
 
 MIB = 1024 * 1024
 NANO = 10 ** 9
@@ -138,10 +139,12 @@ CASES = [
          {'extra_hosts': [{'hostname': 'db.local', 'ip_address': '198.51.100.8'}]},
          {'extraHosts': [{'hostname': 'db.local', 'ipAddress': '198.51.100.8'}]},
          {'HostConfig.ExtraHosts': ['db.local:198.51.100.8']}),
+    # No network at all (a loopback only): the engine attaches it to none.
     case('disable_networking', {'disable_networking': True}, {'disableNetworking': True},
-         {'Config.NetworkDisabled': True},
+         {'Config.NetworkDisabled': True, 'NetworkSettings.Networks': {}},
          {'disable_networking': False}, {'disableNetworking': False},
-         {'Config.NetworkDisabled': lambda got, task: not got}),
+         {'Config.NetworkDisabled': lambda got, task: not got,
+          'NetworkSettings.Networks': lambda got, task: list(got) == ['bridge']}),
     case('docker_labels', {'docker_labels': {'team': 'blue', 'drover.task': 'spoofed'}},
          {'dockerLabels': {'team': 'blue', 'drover.task': 'spoofed'}},
          {'Config.Labels': lambda got, task: got['team'] == 'blue' and got['drover.task'] == task},
@@ -296,6 +299,9 @@ def test_setting_on_the_engine(engine, cluster, converge, store_path, c, form):
     assert not check2['changed'] and ids_of(check2) == ids
     # 3. a changed value: every container of the task replaced, the new value in inspect
     args_b = dict(declaration(form, task, (c.native_b, c.ecs_b), c.peers, 'b'), **c.args)
+    before = host_snapshot(engine, store_path, scope(cluster))
+    would = converge(check=True, **args_b)
+    assert would['changed'] and host_snapshot(engine, store_path, scope(cluster)) == before
     changed = converge(**args_b)
     assert not changed.failed, changed.get('msg')
     assert changed['changed'] and changed['task']['last_status'] == 'RUNNING', changed['task']
@@ -467,6 +473,9 @@ def test_bad_value_is_refused_and_changes_nothing(engine, cluster, converge, sto
             assert word in r['msg'], r['msg']
         assert 'Traceback' not in r['msg']
         assert host_snapshot(engine, store_path, scope(cluster)) == before
+        if args.get('awsvpc'):
+            # refused before the task's network is built: no namespace of it (nor a holder, listed above)
+            assert not set(netns_list()) & {netns_name(cluster, cluster), legacy_netns_name(cluster)}
 
 
 # --- log drivers this host cannot serve ------------------------------------------------------------------
