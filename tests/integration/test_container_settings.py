@@ -483,8 +483,8 @@ def test_bad_value_is_refused_and_changes_nothing(engine, cluster, converge, sto
 def test_awslogs_becomes_local_with_a_warning(engine, cluster, converge):
     td = {'family': cluster, 'containerDefinitions': [{
         'name': 'main', 'image': IMAGE, 'command': SLEEP,
-        'logConfiguration': {'logDriver': 'awslogs', 'options': {'awslogs-group': '/ecs/app', 'awslogs-region':
-                                                                  'eu-west-1', 'awslogs-stream-prefix': 'app'}}}]}
+        'logConfiguration': {'logDriver': 'awslogs', 'options': {
+            'awslogs-group': '/ecs/app', 'awslogs-region': 'eu-west-1', 'awslogs-stream-prefix': 'app'}}}]}
     field = 'task_definition.containerDefinitions[0].logConfiguration.logDriver'
     check = converge(check=True, task_definition=td)
     # Check mode makes no container, so it says nothing of the driver it would get.

@@ -259,17 +259,17 @@ def test_containers_that_need_each_other_are_refused():
             'containers[0].links', 'containers[0].volumes_from', 'cycle', 'a -> b -> a')
     refused({'name': 'web', 'containers': [box('a', links=['b']), box('b', links=['c']), box('c', links=['b'])]},
             'containers[1].links', 'b -> c -> b')
-    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
-        box('a', volumesFrom=[{'sourceContainer': 'b'}]), box('b', volumesFrom=[{'sourceContainer': 'a'}])]}},
+    cycle = [box('a', volumesFrom=[{'sourceContainer': 'b'}]), box('b', volumesFrom=[{'sourceContainer': 'a'}])]
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': cycle}},
             'containerDefinitions[0].volumesFrom', 'cycle')
 
 
 def test_references_in_a_task_definition_are_named_as_ecs_names_them():
-    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
-        box('a', volumesFrom=[{'sourceContainer': 'a'}])]}},
+    selfish = box('a', volumesFrom=[{'sourceContainer': 'a'}])
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [selfish]}},
             'task_definition.containerDefinitions[0].volumesFrom[0].sourceContainer')
-    refused({'task_definition': {'family': 'web', 'containerDefinitions': [
-        box('a', mountPoints=[{'sourceVolume': 'v', 'containerPath': '/v'}])]}},
+    unmounted = box('a', mountPoints=[{'sourceVolume': 'v', 'containerPath': '/v'}])
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [unmounted]}},
             'task_definition.containerDefinitions[0].mountPoints[0].sourceVolume')
     refused({'name': 'web', 'containers': [box('a', volumes_from=[{'source_container': 'a'}])]},
             'containers[0].volumes_from[0].source_container')
