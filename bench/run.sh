@@ -44,7 +44,7 @@ groups=${groups//,/ }
 rest=()
 for g in $groups; do
   case $g in
-    creds | load | pickup) ;;
+    creds | load | pickup | td) ;;
     all) rest+=(ecs awsvpc pools) ;;
     *) rest+=("$g") ;;
   esac
@@ -61,6 +61,11 @@ fi
 case "$groups" in *" pickup "*)
   mkdir -p "$ROOT/bench/results"
   "$VENV/bin/python" "$ROOT/bench/pickup.py" --json "$ROOT/bench/results/pickup.json" ;;
+esac
+# td (20 task definitions of ~15 fields against 20 plain tasks, no-op passes) runs only when named: BENCH_GROUPS=td
+case "$groups" in *" td "*)
+  mkdir -p "$ROOT/bench/results"
+  "$VENV/bin/python" "$ROOT/bench/td.py" --json "$ROOT/bench/results/td.json" ;;
 esac
 # load (200 tasks, 10 pools) runs only when named: BENCH_GROUPS=load
 case "$groups" in *" load "*)

@@ -2,7 +2,7 @@
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
 # or container of a test cluster (t + 10 hex digits, and the molecule clusters), runner container of a
-# test pool, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
+# test pool, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
 # the host's default store.
 set -uo pipefail
 left=()
@@ -43,6 +43,19 @@ for port in 18764 18765; do
     left+=("GitHub stand-in running ($pidfile)")
   fi
 done
+# The engine volumes of tasks (drover.scope=task: removed with their task), and shared volumes provisioned for a
+# test cluster; the parent cgroups of sized tasks (/drover/<task>-<digest> in any hierarchy).
+while read -r name cluster; do
+  [ -n "$name" ] || continue
+  left+=("task volume $name (cluster $cluster)")
+done < <(docker volume ls --filter label=drover.scope=task --format '{{.Name}} {{.Label "drover.cluster"}}')
+while read -r name cluster; do
+  [ -n "$name" ] || continue
+  [[ $cluster =~ ^(t[0-9a-f]{10}x?|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("shared volume $name (cluster $cluster)")
+done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}} {{.Label "drover.cluster"}}')
+for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
+  [ -d "$dir" ] && left+=("cgroup ${dir%/}")
+done
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)
@@ -55,4 +68,4 @@ if [ ${#left[@]} -gt 0 ]; then
   printf '  %s\n' "${left[@]}" >&2
   exit 1
 fi
-echo "leaks: none (no task netns, test links, holders or test containers left)"
+echo "leaks: none (no task netns, test links, holders, test containers, task volumes or task cgroups left)"

@@ -77,7 +77,11 @@ options:
         type: int
       port_mappings:
         description:
-        - Published ports, with O(network_mode=bridge) only.
+        - Published ports, with O(network_mode=bridge), or O(network_mode=awsvpc) without O(awsvpc.eni_mac) (then they
+          are published on the task's network holder).
+        - With O(network_mode=awsvpc), as AWS requires, O(containers[].port_mappings[].host_port) is left out (the port
+          is published on the host port of the same number) or equal to O(containers[].port_mappings[].container_port);
+          any other host port is refused. A port is mapped by one container of the task only (they share one network namespace).
         - ECS C(portMappings).
         type: list
         elements: dict
@@ -90,7 +94,7 @@ options:
             required: true
           host_port:
             description:
-            - The port on the host; unset or V(0) picks a free one.
+            - The port on the host; unset or V(0) picks a free one (with O(network_mode=awsvpc), the container port).
             - ECS C(hostPort).
             type: int
           protocol:
@@ -148,7 +152,7 @@ options:
             elements: str
       mount_points:
         description:
-        - Volumes of the task (O(volumes)) mounted into the container (Docker binds).
+        - Volumes of the task (ECS C(volumes)) mounted into the container (Docker binds).
         - ECS C(mountPoints).
         type: list
         elements: dict

@@ -19,7 +19,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import (
-    NETNS_KEYS, holder_name, legacy_netns_name, net_spec, netns_name)
+    NETNS_KEYS, bridge_backed, holder_name, legacy_netns_name, net_spec, netns_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE, SpecError, check_name
 
 HOLDER_ROLE = 'netns-holder'
@@ -33,8 +33,12 @@ OWNER_LABEL = 'drover.owner'
 
 
 def holder_labels(spec, owner):
-    return {'drover.role': HOLDER_ROLE, 'drover.task': spec.task, 'drover.cluster': spec.cluster,
-            'drover.eni-mac': spec.eni_mac, 'drover.netns': spec.netns, OWNER_LABEL: owner}
+    """The labels of a holder: enough to find its task and namespace, and its ENI when it has one."""
+    labels = {'drover.role': HOLDER_ROLE, 'drover.task': spec.task, 'drover.cluster': spec.cluster,
+              'drover.netns': spec.netns, OWNER_LABEL: owner}
+    if spec.eni_mac is not None:
+        labels['drover.eni-mac'] = spec.eni_mac
+    return labels
 
 
 def holder_key(holder):
@@ -133,9 +137,10 @@ class TaskNetwork:
 
     # --- present ---------------------------------------------------------------------------------
 
-    def present(self, spec, seen=None):
+    def present(self, spec, seen=None, labels=None):
         """Build or repair the netns; returns (steps done or planned, view). Raises NetError/EngineError;
-        a failed fresh build leaves nothing behind."""
+        a failed fresh build leaves nothing behind. `labels`: more labels for a holder made now (a
+        bridge-backed task's credential ID: the endpoint knows the task's containers by its address)."""
         spec = spec._replace(netns=self.netns_of(spec.cluster, spec.task))
         seen = seen or self.observe(spec.netns, self.holder(spec.cluster, spec.task), spec.eni_mac)
         steps = plan.plan_present(spec, seen, self.allocations())
@@ -143,7 +148,7 @@ class TaskNetwork:
             return steps, self.view(spec.netns, seen)
         fresh = not seen['netns_exists'] and seen['holder'] is None
         try:
-            self._build(spec, seen, steps)
+            self._build(spec, seen, steps, labels)
         except (net.NetError, EngineError, plan.PoolExhausted):
             if fresh:
                 self.absent(spec.cluster, spec.task, spec.eni_mac)
@@ -151,7 +156,7 @@ class TaskNetwork:
         return steps, self.view(spec.netns, self.observe(spec.netns, self.holder(spec.cluster, spec.task),
                                                          spec.eni_mac))
 
-    def _build(self, spec, seen, steps):
+    def _build(self, spec, seen, steps, extra_labels=None):
         now = self.clock()
         holder = seen['holder']
         key = (spec.cluster, spec.task)
@@ -162,10 +167,16 @@ class TaskNetwork:
                 self.engine.remove(holder['id'])
             if not self.engine.image_present(spec.holder_image):
                 self.engine.pull(spec.holder_image)
-            labels = holder_labels(spec, self.owner)
+            labels = dict(extra_labels or {}, **holder_labels(spec, self.owner))
+            # Around an ENI the holder has no network of the engine's; without one it is on the engine's
+            # default bridge network and publishes the task's ports.
+            bridged = bridge_backed(spec)
             cid = self.engine.create(holder_name(spec.cluster, spec.task), spec.holder_image, labels,
-                                     command=HOLDER_COMMAND, network_mode='none', dns=spec.dns_servers,
-                                     cap_drop=HOLDER_CAP_DROP)
+                                     command=HOLDER_COMMAND, network_mode=None if bridged else 'none',
+                                     dns=spec.dns_servers, cap_drop=HOLDER_CAP_DROP,
+                                     ports=spec.ports if bridged else None)
+            # Known before it starts: a start that fails (a published port taken) leaves it to the rollback.
+            self.holders[key] = {'id': cid, 'state': 'created', 'labels': labels}
             self.engine.start(cid)
             holder = {'id': cid, 'state': 'running', 'labels': labels,
                       'pid': (self.engine.inspect(cid) or {}).get('pid')}

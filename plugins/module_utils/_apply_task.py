@@ -13,10 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import platform
 import time
 import uuid
 
 from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+from ansible_collections.drover.fleet.plugins.module_utils import _cgroup as cgroup_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
 from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
@@ -24,10 +26,11 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
@@ -44,6 +47,7 @@ def labels_for(decl, spec):
         'drover.container': spec.name,
         'drover.cluster': decl.cluster,
         'drover.spec-hash': decl.spec_hash,
+        'drover.spec-fields': decl.fields,
         'drover.essential': 'true' if spec.essential else 'false',
     }
     if spec.stop_timeout:
@@ -155,6 +159,56 @@ class Pass:
         self.aws = aws_options or {}
         self.ecr_tokens = {}          # (execution role, registry) -> pull credentials, for this pass only
         self._key = None              # the host key of the credential tokens, read (or made) at first need
+        self.cgroups = None           # the host's cgroups, at first need
+        self.task_volumes = {}        # (cluster, task) -> names of the engine volumes of the task (one listing)
+
+    def _cgroups(self):
+        if self.cgroups is None:
+            self.cgroups = cgroup_mod.Cgroups(cgroup_mod.detect())
+        return self.cgroups
+
+    def _level_present(self, decl):
+        """Before the first container of a run: the task's volumes (its own, and shared ones it provisions),
+        and its parent cgroup with the task's size. Raises EngineError or CgroupError."""
+        for vol in decl.volumes:
+            if vol.kind == 'task':
+                name = level_mod.engine_volume(decl.cluster, decl.name, vol.name)
+                labels = dict(vol.labels)
+                labels.update(level_mod.volume_labels(decl.cluster, decl.name, vol.name))
+                have = self.engine.volume(name)
+                if have is None:
+                    self.engine.volume_create(name, vol.driver, vol.driver_opts, labels)
+                    self.task_volumes.setdefault((decl.cluster, decl.name), []).append(name)
+                elif have['labels'].get('drover.task') != decl.name or \
+                        have['labels'].get('drover.cluster') != decl.cluster:
+                    raise EngineError('volume %s is on the engine and is not task %s/%s\'s'
+                                      % (name, decl.cluster, decl.name))
+            elif vol.kind == 'shared' and self.engine.volume(vol.name) is None:
+                if not vol.autoprovision:
+                    raise EngineError('shared volume %s is not on the engine and autoprovision is false' % vol.name)
+                labels = dict(vol.labels)
+                labels.update(level_mod.shared_labels(decl.cluster, vol.name))
+                self.engine.volume_create(vol.name, vol.driver, vol.driver_opts, labels)
+        if decl.cpu or decl.memory:
+            self._cgroups().ensure(level_mod.cgroup_parent(decl.cluster, decl.name), decl.cpu, decl.memory)
+
+    def _teardown_level(self, decl):
+        """Every path that ends a run removes the task's own volumes and its parent cgroup (found by labels and by
+        the path cluster and task give, so after store loss too). Returns whether there was any."""
+        names = self.task_volumes.pop((decl.cluster, decl.name), [])
+        parent = level_mod.cgroup_parent(decl.cluster, decl.name)
+        had_cgroup = self._cgroups().exists(parent)
+        if not self.check_mode:
+            for name in names:
+                self.engine.volume_remove(name)
+            if had_cgroup:
+                try:
+                    self._cgroups().remove(parent)
+                except cgroup_mod.CgroupError as exc:
+                    self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, exc))
+        elif names:
+            self.task_volumes[(decl.cluster, decl.name)] = names
+        return bool(names) or had_cgroup
 
     @staticmethod
     def gpu_task(decl):
@@ -253,6 +307,14 @@ class Pass:
                 if error:
                     self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, error))
 
+    def _holder_cred_id(self, decl):
+        """The credential ID a bridge-backed task's holder carries (a cut-short start made it, and no container
+        yet): the run keeps it."""
+        holder = self.network.holder(decl.cluster, decl.name)
+        if holder is None or not bridge_backed(decl.network):
+            return None
+        return holder['labels'].get('drover.cred-id')
+
     def _teardown_network(self, decl):
         """Every path that ends a run ends its network: ENI back, link and its filter, holder, netns, /30.
         The task's credential registration goes first: its /30 is never free while one names it."""
@@ -309,17 +371,27 @@ class Pass:
         reason = None
         network_mode = decl.network_mode if decl.network_mode != 'bridge' else None
         netview = None
+        cred_id = None
+        if decl.task_role_arn:
+            carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
+            cred_id = carried[0] if carried else self._holder_cred_id(decl) or new_cred_id(decl)
         if decl.network is not None:
+            # A holder on the bridge is the address its task's containers fetch credentials from (they share its
+            # namespace): it carries their credential ID, as a bridge task's containers do.
+            labels = {'drover.cred-id': cred_id} if cred_id and bridge_backed(decl.network) else None
             try:
-                netview = self.network.present(decl.network)[1]
+                netview = self.network.present(decl.network, labels=labels)[1]
                 network_mode = 'container:%s' % netview['holder_id']
             except (net.NetError, EngineError, PoolExhausted) as exc:
                 self._teardown_network(decl)
                 return self._failed_views(decl), plan_mod.reason_network(exc), None
-        cred_id = None
+        try:
+            self._level_present(decl)
+        except (EngineError, cgroup_mod.CgroupError) as exc:
+            self._teardown_level(decl)
+            self._teardown_network(decl)
+            return self._failed_views(decl), plan_mod.reason_start(exc), None
         if decl.task_role_arn:
-            carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
-            cred_id = carried[0] if carried else new_cred_id(decl)
             task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
             self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
         for name, obs in list(kept.items()):
@@ -362,12 +434,13 @@ class Pass:
                 labels['drover.gpus'] = ','.join(uuids)
             environment, device_requests = self._delivery(uuids, environment)
             config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
+            host.update(self._task_host(decl, spec))
             more_labels.update(labels)                   # the collection's own labels win
             try:
                 cid = self.engine.create(
                     container_name(decl, spec), spec.image, more_labels, environment=environment,
-                    ports=spec.port_mappings, network_mode=network_mode, device_requests=device_requests,
-                    config=config, host=host)
+                    ports=spec.port_mappings if decl.network is None else None, network_mode=network_mode,
+                    device_requests=device_requests, config=config, host=host)
                 made.append(cid)
                 self.engine.start(cid)
             except EngineError as exc:
@@ -380,6 +453,7 @@ class Pass:
                 self.engine.remove(cid)
             self.ledger.release(self.gpu_task(decl))
             self.store.delete_credentials(decl.cluster, decl.name)
+            self._teardown_level(decl)
             self._teardown_network(decl)
             return self._failed_views(decl), reason, None
         declared = [c.name for c in decl.containers]
@@ -392,8 +466,27 @@ class Pass:
 
     @staticmethod
     def _volumes(decl):
-        """The task's volumes -> what a mount point binds."""
-        return {}
+        """The task's volumes -> what a mount point binds (a host path, or an engine volume)."""
+        return level_mod.mount_sources(decl.cluster, decl.name, decl.volumes)
+
+    @staticmethod
+    def _task_host(decl, spec):
+        """What the task level puts into each container's host config: the parent cgroup of a sized task, the
+        IPC and PID namespaces (`task`: the first container's, shared by the others)."""
+        out = {}
+        if decl.cpu or decl.memory:
+            out['cgroup_parent'] = level_mod.cgroup_parent(decl.cluster, decl.name)
+        first = decl.containers[0]
+        shared = 'container:%s' % container_name(decl, first)
+        if decl.ipc_mode == 'task':
+            out['ipc_mode'] = 'shareable' if spec.name == first.name else shared
+        elif decl.ipc_mode in ('host', 'none'):
+            out['ipc_mode'] = decl.ipc_mode
+        if decl.pid_mode == 'task' and spec.name != first.name:
+            out['pid_mode'] = shared
+        elif decl.pid_mode == 'host':
+            out['pid_mode'] = 'host'
+        return out
 
     def _stop(self, obs):
         """Remove one container; one declared with a stop timeout gets its grace period first."""
@@ -424,6 +517,8 @@ class Pass:
             or any(ev['event'] == 'task.stopped' for ev in plan.events)
         if ending:
             if self._teardown_network(decl):
+                changed = True
+            if self._teardown_level(decl):
                 changed = True
             if self.ledger.release(self.gpu_task(decl)):
                 changed = True
@@ -496,6 +591,31 @@ def _with_exit_codes(engine, grouped, keys):
     return grouped
 
 
+def _check_level(tasks, engine):
+    """What the task level needs of the host, checked before anything changes: the shared volumes a task does
+    not provision are on the engine, one it provisions is not there with another driver, and a sized task has a
+    cgroup driver this collection can make its parent cgroup for."""
+    running = [t for t in tasks if t.state == 'running']
+    for decl in running:
+        for vol in decl.volumes:
+            if vol.kind != 'shared':
+                continue
+            have = engine.volume(vol.name)
+            if have is None and not vol.autoprovision:
+                raise TaskFailure('task %s/%s: volumes %s (scope shared, autoprovision false) names no volume on the '
+                                  'engine: make it, or set autoprovision' % (decl.cluster, decl.name, vol.name))
+            if have is not None and vol.autoprovision and have['driver'] != vol.driver:
+                raise TaskFailure('task %s/%s: volumes %s (scope shared) is on the engine with the driver %s, not %s'
+                                  % (decl.cluster, decl.name, vol.name, have['driver'], vol.driver))
+    if any(t.cpu or t.memory for t in running):
+        driver = engine.cgroups()[0]
+        if driver != 'cgroupfs':
+            sized = [t for t in running if t.cpu or t.memory][0]
+            raise TaskFailure('task %s/%s: the task size (cpu, memory) is a parent cgroup this collection makes with '
+                              'the engine\'s cgroupfs driver; this engine uses the %s driver'
+                              % (sized.cluster, sized.name, driver))
+
+
 def _ledger(params, tasks, engine, store):
     """The GPU ledger of the pass. GPUs are discovered only when a declared container asks for some."""
     wanted = [t for t in tasks if t.state == 'running' and any(c.gpu for c in t.containers)]
@@ -514,7 +634,7 @@ def _ledger(params, tasks, engine, store):
 def converge(params, check_mode=False, diff=False, clock=time.time):
     """The ecs_task module's one call. Returns the result dict; raises TaskFailure."""
     try:
-        tasks, purge_cluster = spec_mod.task_set(params)
+        tasks, purge_cluster = spec_mod.task_set(params, platform.machine())
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
@@ -540,11 +660,15 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         _name_clashes(tasks, observed)
         _cred_id_clashes(tasks, observed, store.credentials())
         ledger = _ledger(params, tasks, engine, store)
+        _check_level(tasks, engine)
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         work = Pass(engine, store, check_mode, holders, clock, ledger,
                     {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))},
                     {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')})
+        for vol in engine.volumes_labelled({'drover.scope': 'task', 'drover.cluster': None, 'drover.task': None}):
+            key = (vol['labels'].get('drover.cluster'), vol['labels'].get('drover.task'))
+            work.task_volumes.setdefault(key, []).append(vol['name'])
         if not check_mode and any(t.state == 'running' and t.task_role_arn for t in tasks):
             work.host_key(create=True)           # made (or refused) before anything of the pass changes
         for decl in tasks + purge:
@@ -556,10 +680,14 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
             view = task_view(record)
+            if plan.remove and plan.start and decl.state == 'running' and plan.changed_fields is not None:
+                view['changed_fields'] = plan.changed_fields
             result['tasks'].append(view)
             result['events'].extend(events)
             befores[key] = _diff_view(stored.get(key))
             afters[key] = None if plan.delete or decl.state == 'absent' else _diff_view(record)
+            if afters[key] is not None and view.get('changed_fields'):
+                afters[key]['changed_fields'] = view['changed_fields']
         if not check_mode:
             ledger.save(store, now)
             if any(t.state == 'running' and t.task_role_arn for t in tasks):

@@ -58,6 +58,9 @@ def ecr_login(registry, role_arn=None, region=None, endpoint_url=None, session_n
     if role_arn:
         try:
             sts = boto3.client('sts', region_name=region, endpoint_url=endpoint_url, config=config)
+            if not role_arn.startswith('arn:'):       # a role name, as ECS takes one: a role of the host's account
+                caller = sts.get_caller_identity()['Arn'].split(':')
+                role_arn = 'arn:%s:iam::%s:role/%s' % (caller[1], caller[4], role_arn)
             creds = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name[:64],
                                     DurationSeconds=SESSION_SECONDS)['Credentials']
         except Exception as exc:  # pylint: disable=broad-except

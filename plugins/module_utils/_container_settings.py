@@ -197,8 +197,8 @@ def ports(value, field, network_mode):
         raise SpecError('%s must be a list of port mappings' % field)
     if not value:
         return ()
-    if network_mode != 'bridge':
-        raise SpecError('%s is only supported with network_mode bridge, not %s' % (field, network_mode))
+    if network_mode not in ('bridge', 'awsvpc'):
+        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
     out = []
     seen = set()
     for i, item in enumerate(value):
@@ -215,6 +215,14 @@ def ports(value, field, network_mode):
         cport = whole(item['container_port'], where + '.container_port', 1, 65535)
         hport = item.get('host_port')
         hport = None if hport in (None, 0) else whole(hport, where + '.host_port', 1, 65535)
+        if network_mode == 'awsvpc':
+            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
+            # left out (then it is the container port) or equal to it.
+            if hport is not None and hport != cport:
+                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
+                                'port is published on the same host port (leave host_port out, or give %d), as '
+                                'AWS requires' % (where, hport, cport, cport))
+            hport = cport
         proto = item.get('protocol') or 'tcp'
         if proto not in PROTOCOLS:
             raise SpecError('%s.protocol must be one of %s, got %r' % (where, ', '.join(PROTOCOLS), proto))
@@ -281,9 +289,15 @@ SETTINGS = (
         'The soft memory limit in MiB (Docker\'s C(--memory-reservation)); below O(containers[].memory) when both '
         'are given.'], to='host.mem_reservation', low=MIN_MEMORY_MIB),
     S('port_mappings', 'portMappings', 'records', [
-        'Published ports, with O(network_mode=bridge) only.'], core=True, sub=(
+        'Published ports, with O(network_mode=bridge), or O(network_mode=awsvpc) without O(awsvpc.eni_mac) '
+        '(then they are published on the task\'s network holder).',
+        'With O(network_mode=awsvpc), as AWS requires, O(containers[].port_mappings[].host_port) is left out (the '
+        'port is published on the host port of the same number) or equal to '
+        'O(containers[].port_mappings[].container_port); any other host port is refused. A port is mapped by one '
+        'container of the task only (they share one network namespace).'], core=True, sub=(
             U('container_port', 'containerPort', 'int', 'The port inside the container.', required=True),
-            U('host_port', 'hostPort', 'int', 'The port on the host; unset or V(0) picks a free one.'),
+            U('host_port', 'hostPort', 'int', 'The port on the host; unset or V(0) picks a free one (with '
+              'O(network_mode=awsvpc), the container port).'),
             U('protocol', 'protocol', 'str', 'The protocol; V(tcp) when unset.', choices=list(PROTOCOLS)),
             U('name', 'name', 'str', 'A name of the port (ECS Service Connect); changes nothing on the host.'),
             U('app_protocol', 'appProtocol', 'str', 'The application protocol (ECS Service Connect); changes '
@@ -306,7 +320,7 @@ SETTINGS = (
           U('drop', 'drop', 'strs', 'Capabilities dropped (Docker\'s C(--cap-drop)); V(NET_RAW) is dropped without '
             'being named here.'))),
     S('mount_points', 'mountPoints', 'records', [
-        'Volumes of the task (O(volumes)) mounted into the container (Docker binds).'], sub=(
+        'Volumes of the task (ECS C(volumes)) mounted into the container (Docker binds).'], sub=(
             U('source_volume', 'sourceVolume', 'str', 'The name of the task volume.', required=True),
             U('container_path', 'containerPath', 'str', 'Where it is mounted (an absolute path).', required=True),
             U('read_only', 'readOnly', 'bool', 'Mount it read-only.'))),
@@ -532,7 +546,7 @@ def _namer(field, ecs):
         setting = BY_OPTION[option]
         name = setting.ecs if ecs and setting.ecs else option
         if rest and ecs:
-            first, _, tail = rest.partition('.')
+            first, tail = rest.partition('.')[0], rest.partition('.')[2]
             subs = dict((u.option, u.ecs) for u in setting.sub)
             rest = subs.get(first, first) + ('.' + tail if tail else '')
         return '%s.%s%s' % (field, name, '.' + rest if rest else '')
@@ -763,7 +777,7 @@ def _engine_value(option, value, c, names):
     if option == 'links':
         out = {}
         for link in value:
-            target, _, alias = link.partition(':')
+            target, alias = link.partition(':')[0], link.partition(':')[2]
             out[names[target]] = alias or target
         return out
     if option == 'ulimits':

@@ -4,7 +4,8 @@
 """The Docker engine adapter: the only place that talks to the engine.
 
 Owns: connecting (with a timeout), one labelled listing per pass, inspect, logs, pull with registry
-credentials, create/start with labels, remove (kill, then delete). Every engine error is wrapped in
+credentials, create/start with labels, remove (kill, then delete), engine volumes (create, inspect, list by
+label, remove), and what the engine says of its cgroups (driver, version). Every engine error is wrapped in
 EngineError with what was being done.
 Must not: decide anything, read or write the store, or see a declaration: it takes plain values.
 """
@@ -88,6 +89,18 @@ class Engine:
         except ValueError:
             major = 0
         return major >= 25
+
+    def cgroups(self):
+        """(cgroup driver, cgroup version) of the engine: ('cgroupfs', 1), ('systemd', 2)..."""
+        try:
+            info = self.api.info()
+        except Exception as exc:
+            raise EngineError('engine info: %s' % _explain(exc))
+        try:
+            version = int(info.get('CgroupVersion') or 1)
+        except ValueError:
+            version = 1
+        return info.get('CgroupDriver') or 'cgroupfs', version
 
     def describe(self):
         return 'Docker %s (API %s)' % (self.version.get('Version'), self.version.get('ApiVersion'))
@@ -239,4 +252,46 @@ class Engine:
             return False
         except Exception as exc:
             raise EngineError('remove container %s: %s' % (container_id[:12], _explain(exc)))
+        return True
+
+    # --- volumes ---------------------------------------------------------------------------------
+
+    def volume(self, name):
+        """An engine volume: {name, driver, options, labels}; None when there is none of that name."""
+        try:
+            info = self.api.inspect_volume(name)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect volume %s: %s' % (name, _explain(exc)))
+        return {'name': info.get('Name'), 'driver': info.get('Driver'), 'options': info.get('Options') or {},
+                'labels': info.get('Labels') or {}}
+
+    def volumes_labelled(self, labels):
+        """The engine volumes that carry every label of `labels` (a mapping; a name alone: any value), each
+        {name, driver, labels}, by name: one engine call."""
+        wanted = [k if v is None else '%s=%s' % (k, v) for k, v in sorted(labels.items())]
+        try:
+            found = self.api.volumes(filters={'label': wanted})
+        except Exception as exc:
+            raise EngineError('list volumes: %s' % _explain(exc))
+        rows = [{'name': v['Name'], 'driver': v.get('Driver'), 'labels': v.get('Labels') or {}}
+                for v in (found or {}).get('Volumes') or []]
+        return sorted(rows, key=lambda r: r['name'])
+
+    def volume_create(self, name, driver, options, labels):
+        try:
+            self.api.create_volume(name=name, driver=driver, driver_opts=dict(options or {}) or None,
+                                   labels=dict(labels or {}))
+        except Exception as exc:
+            raise EngineError('create volume %s: %s' % (name, _explain(exc)))
+
+    def volume_remove(self, name):
+        """Remove one engine volume; one already gone is not an error."""
+        try:
+            self.api.remove_volume(name)
+        except docker_errors.NotFound:
+            return False
+        except Exception as exc:
+            raise EngineError('remove volume %s: %s' % (name, _explain(exc)))
         return True

@@ -25,10 +25,15 @@ HOLDER_IMAGE = 'drover.local/busybox:1'
 MAC_RE = re.compile(r'^[0-9a-f]{2}(:[0-9a-f]{2}){5}\Z')
 NETNS_KEYS = ('eni_mac', 'address', 'dhcp', 'gateway', 'routes', 'dns_servers', 'credential_link', 'wait_timeout',
               'holder_image')
+# The options that only an ENI gives a meaning to: without one, the engine addresses and routes the task's
+# namespace on its bridge network, and the task reaches the credentials endpoint as a bridge task does.
+ENI_ONLY_KEYS = ('address', 'dhcp', 'gateway', 'routes', 'credential_link', 'wait_timeout')
 
+# `ports`: what the holder publishes on the host, (container_port, host_port, protocol) each; only a
+# bridge-backed network (no ENI) publishes any.
 NetSpec = collections.namedtuple('NetSpec', (
     'task', 'cluster', 'netns', 'eni_mac', 'address', 'dhcp', 'gateway', 'routes', 'dns_servers',
-    'credential_link', 'wait_timeout', 'holder_image'))
+    'credential_link', 'wait_timeout', 'holder_image', 'ports'))
 Route = collections.namedtuple('Route', ('dst', 'gateway'))
 
 
@@ -88,8 +93,9 @@ def _ip(value, field):
         raise SpecError('%s must be an IPv4 address, got %r' % (field, value))
 
 
-def net_spec(raw, task, cluster='default', field=''):
-    """An awsvpc declaration (the task_netns module's options, or ecs_task's `awsvpc`)."""
+def net_spec(raw, task, cluster='default', field='', eni_required=True):
+    """An awsvpc declaration (the task_netns module's options, or ecs_task's `awsvpc`). Without `eni_mac`
+    (allowed where not `eni_required`): a namespace on the engine's bridge network (see bridge_backed)."""
     prefix = field + '.' if field else ''
     if not isinstance(raw, dict):
         raise SpecError('%s must be a mapping with %s' % (field or 'awsvpc', ', '.join(NETNS_KEYS)))
@@ -98,6 +104,8 @@ def net_spec(raw, task, cluster='default', field=''):
         raise SpecError('%shas unsupported keys: %s' % (prefix or 'awsvpc ', ', '.join(unknown)))
     if not isinstance(task, str) or not NAME_RE.match(task or ''):
         raise SpecError('name %r is not a valid task name' % (task,))
+    if raw.get('eni_mac') is None and not eni_required:
+        return _bridge_spec(raw, task, cluster, prefix)
     if raw.get('eni_mac') is None:
         raise SpecError('%seni_mac is required: the MAC address of the ENI the task network is built around' % prefix)
     mac = _mac(raw['eni_mac'], prefix + 'eni_mac')
@@ -135,7 +143,26 @@ def net_spec(raw, task, cluster='default', field=''):
     return NetSpec(task=task, cluster=cluster, netns=netns_name(cluster, task), eni_mac=mac, address=address, dhcp=dhcp,
                    gateway=gateway, routes=tuple(routes), dns_servers=dns,
                    credential_link=True if link is None else bool(link), wait_timeout=wait,
-                   holder_image=holder_image)
+                   holder_image=holder_image, ports=())
+
+
+def _bridge_spec(raw, task, cluster, prefix):
+    """An awsvpc network with no ENI: the holder is on the engine's default bridge network, which addresses
+    and routes it; every option that only an ENI gives a meaning to is refused by name."""
+    for key in ENI_ONLY_KEYS:
+        if raw.get(key) is not None and raw.get(key) != []:
+            raise SpecError('%s%s needs %seni_mac: without an ENI the task\'s namespace is on the engine\'s bridge '
+                            'network, which addresses and routes it (%s only apply to an ENI)'
+                            % (prefix, key, prefix, ', '.join(ENI_ONLY_KEYS)))
+    dns = tuple(_ip(d, '%sdns_servers[%d]' % (prefix, i)) for i, d in enumerate(raw.get('dns_servers') or []))
+    return NetSpec(task=task, cluster=cluster, netns=netns_name(cluster, task), eni_mac=None, address=None,
+                   dhcp=False, gateway=None, routes=(), dns_servers=dns, credential_link=False, wait_timeout=None,
+                   holder_image=raw.get('holder_image') or HOLDER_IMAGE, ports=())
+
+
+def bridge_backed(spec):
+    """Whether a task network is held on the engine's bridge network (no ENI declared)."""
+    return spec is not None and spec.eni_mac is None
 
 
 def hashable(spec):
@@ -143,11 +170,14 @@ def hashable(spec):
     if spec is None:
         return None
     doc = spec._asdict()
-    for key in ('wait_timeout', 'task', 'cluster'):
+    # The published ports are the containers' port mappings, already in the task's hash.
+    for key in ('wait_timeout', 'task', 'cluster', 'ports'):
         doc.pop(key)
     # The namespace's name follows from cluster and task, the run's identity: the hash keeps the name it has
     # always carried, so that a run made before names held the cluster is not replaced for it.
     doc['netns'] = legacy_netns_name(spec.task)
     doc['routes'] = [list(r) for r in spec.routes]
     doc['dns_servers'] = list(spec.dns_servers)
+    if bridge_backed(spec):
+        doc['backing'] = 'bridge'          # an ENI network's document has no such key: its hash is unchanged
     return doc

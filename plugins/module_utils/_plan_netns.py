@@ -80,19 +80,21 @@ def plan_present(spec, seen, allocations):
     if 'holder' in steps or not seen.get('attached'):
         steps.append('attach')
     fresh = 'attach' in steps
-    if fresh or seen.get('eni') != 'ns':
-        steps.append('eni')
-    by_mac = dict((i['mac'], i) for i in seen.get('interfaces') or [])
-    eni = by_mac.get(spec.eni_mac)
     routes = set((r['dst'], r['gateway']) for r in seen.get('routes') or [])
-    lo = [i for i in seen.get('interfaces') or [] if i['name'] == 'lo']
-    wanted_routes = set((r.dst, r.gateway) for r in spec.routes)
-    if spec.gateway:
-        wanted_routes.add(('0.0.0.0/0', spec.gateway))
-    if 'eni' in steps or eni is None or not eni['up'] or not (lo and lo[0]['up']) \
-            or (spec.address and spec.address not in eni['addresses']) \
-            or (spec.dhcp and not eni['addresses']) or not wanted_routes <= routes:
-        steps.append('configure')
+    # Without an ENI (a holder on the engine's bridge network), the engine addresses and routes the namespace.
+    if spec.eni_mac is not None:
+        if fresh or seen.get('eni') != 'ns':
+            steps.append('eni')
+        by_mac = dict((i['mac'], i) for i in seen.get('interfaces') or [])
+        eni = by_mac.get(spec.eni_mac)
+        lo = [i for i in seen.get('interfaces') or [] if i['name'] == 'lo']
+        wanted_routes = set((r.dst, r.gateway) for r in spec.routes)
+        if spec.gateway:
+            wanted_routes.add(('0.0.0.0/0', spec.gateway))
+        if 'eni' in steps or eni is None or not eni['up'] or not (lo and lo[0]['up']) \
+                or (spec.address and spec.address not in eni['addresses']) \
+                or (spec.dhcp and not eni['addresses']) or not wanted_routes <= routes:
+            steps.append('configure')
     subnet = None
     if spec.credential_link:
         subnet = allocations.get(spec.netns) or seen.get('link_subnet')

@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+
 # Backoff of a task that keeps stopping (and of a failing runner pool): 30 s doubling up to 600 s.
 BACKOFF_BASE = 30
 BACKOFF_CAP = 600
@@ -120,6 +122,7 @@ class Plan:
         self.events = []
         self.changed = False
         self.warnings = []
+        self.changed_fields = None  # with a replacement: the fields of the declaration that changed
 
 
 def _stop(record, reason, now, restart, containers, stop_reason_given=False):
@@ -245,6 +248,9 @@ def plan_task(decl, observed, stored, now):
     if stale:
         # A changed declaration replaces the whole task: stop the old run, start a new one now.
         plan.remove = list(observed)
+        labels = [o['labels'] for o in stale if o['labels'].get('drover.spec-hash') != decl.spec_hash]
+        if labels:
+            plan.changed_fields = spec_mod.changed_fields(labels[0].get('drover.spec-fields'), decl.fields)
         if was_running:
             plan.events.append(event('task.stopped', key, now, reason=TASK_STOPPED))
         _new_run(plan, decl, stored, now, keep_streak=False)

@@ -19,8 +19,9 @@ import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import IDLE_TIMEOUT
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE, SpecError, check_name
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import (
-    IMAGE_RE, MIN_MEMORY_MIB, capabilities, check_environment_size, registry_auth)
+from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (
+    IMAGE_RE, MIN_MEMORY_MIB, capabilities, check_environment_size)
+from ansible_collections.drover.fleet.plugins.module_utils._task_spec import registry_auth
 
 # GitHub's names: an owner (user or organization) is 1 to 39 letters, digits and single hyphens, neither first
 # nor last; a repository name is 1 to 100 letters, digits, '.', '_' and '-', but not '.' or '..' (both would

@@ -23,10 +23,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
-# What other declarations share with a task's containers.
-from ansible_collections.drover.fleet.plugins.module_utils._container_settings import (  # noqa: F401
-    IMAGE_RE, MIN_MEMORY_MIB, CAPABILITIES, DEFAULT_DROP, Capabilities, PortMapping, capabilities,
-    check_environment_size)
+from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 
 # Docker limits a container name to 255 bytes; the container name is '<task>-<container>'.
 MAX_CONTAINER_NAME = 255
@@ -36,14 +33,19 @@ MAX_CONTAINERS = 10
 MAX_STOP_REASON = 255
 # A credential ID ends up in a URI path (/v2/credentials/<id>).
 CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}\Z')
+# An IAM role's name: ECS takes it for a role ARN of the account (the role is assumed as arn:...:role/<name>).
+ROLE_NAME_RE = re.compile(r'^[A-Za-z0-9+=,.@_-]{1,64}\Z')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
+# ECS's old name of bridge (Docker's default network).
+NETWORK_MODE_ALIASES = {'default': 'bridge'}
 STATES = ('running', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
 PULL_POLICIES = ('missing', 'always', 'never')
 CONTAINER_KEYS = settings.OPTIONS
 
 # ECS task definition keys (as DescribeTaskDefinition returns them) that map onto this collection.
-TD_TASK_KEYS = ('family', 'containerDefinitions', 'networkMode', 'taskRoleArn', 'executionRoleArn')
+TD_TASK_KEYS = ('family', 'containerDefinitions', 'networkMode', 'taskRoleArn', 'executionRoleArn') + \
+    level_mod.LEVEL_ECS + ('enableFaultInjection',) + tuple(sorted(level_mod.ECS_WARNED))
 # Keys that only describe a registered definition and ask for no behaviour: accepted as they are.
 TD_METADATA_KEYS = ('taskDefinitionArn', 'revision', 'status', 'registeredAt', 'registeredBy',
                     'deregisteredAt', 'requiresAttributes', 'compatibilities', 'requiresCompatibilities',
@@ -52,7 +54,9 @@ TD_METADATA_KEYS = ('taskDefinitionArn', 'revision', 'status', 'registeredAt', '
 Container = settings.Container
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
-    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings'))
+    'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings',
+    'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode'))
+Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None)
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
@@ -63,7 +67,8 @@ def _empty(value):
 def from_task_definition(td, field='task_definition'):
     """An ECS task definition, as AWS returns it, turned into this collection's words.
 
-    Returns (family, network_mode, task_role_arn, execution_role_arn, containers as raw dicts).
+    Returns (family, network_mode, task_role_arn, execution_role_arn, containers as raw dicts, the task-level
+    fields as {option: value}, warnings).
     A key that asks for something this collection does not do is refused by name; keys AWS fills
     with empty values ([] or {}) ask for nothing and pass.
     """
@@ -71,17 +76,20 @@ def from_task_definition(td, field='task_definition'):
         raise SpecError('%s is checked by AWS\'s model of ECS, which comes with the Python library botocore: '
                         'install botocore (or boto3) on the managed host' % field)
     td = _td_model.normalize(td, field)
+    defs = td.get('containerDefinitions')
+    if not isinstance(defs, list) or not defs:
+        raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
+    # The container definitions first: a field a later release handles is named as such ("is not supported
+    # yet"), whatever else the document asks for.
+    containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
+    level, warnings = level_mod.from_task_definition(td, field)
     unsupported = sorted(k for k, v in td.items()
                          if k not in TD_TASK_KEYS and k not in TD_METADATA_KEYS and not _empty(v))
     if unsupported:
         raise SpecError('%s has keys this collection does not support: %s (supported: %s)'
                         % (field, ', '.join(unsupported), ', '.join(TD_TASK_KEYS)))
-    defs = td.get('containerDefinitions')
-    if not isinstance(defs, list) or not defs:
-        raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
-    containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
     return (td.get('family'), td.get('networkMode'), td.get('taskRoleArn'), td.get('executionRoleArn'),
-            containers)
+            containers, level, warnings)
 
 
 def registry_auth(raw, field):
@@ -109,19 +117,55 @@ def registry_auth(raw, field):
     return RegistryAuth(raw['registry'], raw['username'], raw['password'], False)
 
 
-def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None):
-    """What makes two runs of a task the same: a change here replaces the task's containers."""
+def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None):
+    """What makes two runs of a task the same: a change here replaces the task's containers. `level`: the
+    task-level fields ({option: value}), each part of the hash only when set."""
+    return _digest(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level), 16)
+
+
+def spec_doc(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None):
     doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn, 'cred_id': cred_id,
            'containers': [settings.hashable(c) for c in containers]}
     if network is not None:
         doc['awsvpc'] = _netns_spec.hashable(network)
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:16]
+    doc.update(level_mod.hashable(level or {}))
+    return doc
+
+
+def _digest(value, size):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=list).encode('utf-8')).hexdigest()[:size]
+
+
+def spec_fields(doc):
+    """Each field of a spec (its doc) with a short digest of its value, as `containers[web].memory: 1a2b3c4d`: the
+    label drover.spec-fields, from which a replacement says which fields changed (never their values)."""
+    out = {}
+    for key, value in doc.items():
+        if key != 'containers':
+            out[key] = _digest(value, 8)
+            continue
+        for c in value:
+            for option, setting in c.items():
+                if option != 'name':
+                    out['containers[%s].%s' % (c['name'], option)] = _digest(setting, 8)
+    return json.dumps(out, sort_keys=True, separators=(',', ':'))
+
+
+def changed_fields(old, new):
+    """The fields two spec_fields labels disagree on, sorted; None when the old one is unknown."""
+    try:
+        before = json.loads(old)
+        after = json.loads(new)
+    except (TypeError, ValueError):
+        return None
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
 def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     """One task declaration (the module's top-level options, or one entry of `tasks`). A running task on the
-    host's network is refused unless `allow_host_network`. `host`: the host's policy for containers
-    (allow_privileged, log_drivers, log_driver_map)."""
+    host's network is refused unless `allow_host_network`. `host`: the host's policy and what is known of it
+    (allow_privileged, log_drivers, log_driver_map, bind_paths, allow_host_namespaces, attributes, machine,
+    region)."""
     prefix = field + '.' if field else ''
     raw = dict(raw)
     mode_field = prefix + 'network_mode' if raw.get('network_mode') is not None else 'network_mode'
@@ -137,11 +181,14 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     name = raw.get('name')
     containers_raw = raw.get('containers')
     containers_field = prefix + 'containers'
+    role_fields = {'task_role_arn': prefix + 'task_role_arn', 'execution_role_arn': prefix + 'execution_role_arn'}
+    td_level, warnings = {}, []
     if raw.get('task_definition') is not None:
         if containers_raw:
             raise SpecError('%scontainers and %stask_definition are mutually exclusive' % (prefix, prefix))
-        family, td_mode, td_role, td_exec, containers_raw = from_task_definition(
+        family, td_mode, td_role, td_exec, containers_raw, td_level, warnings = from_task_definition(
             raw['task_definition'], prefix + 'task_definition')
+        td_mode = NETWORK_MODE_ALIASES.get(td_mode, td_mode)
         containers_field = prefix + 'task_definition.containerDefinitions'
         if name is None:
             if family is None:
@@ -153,6 +200,10 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (prefix, network_mode, prefix, td_mode))
             network_mode = td_mode
             mode_field = prefix + 'task_definition.networkMode'
+        if not task_role_arn and td_role:
+            role_fields['task_role_arn'] = prefix + 'task_definition.taskRoleArn'
+        if not execution_role_arn and td_exec:
+            role_fields['execution_role_arn'] = prefix + 'task_definition.executionRoleArn'
         task_role_arn = task_role_arn or td_role
         execution_role_arn = execution_role_arn or td_exec
     name = _name(name, prefix + 'name')
@@ -179,12 +230,13 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         if not isinstance(cred_id, str) or not CRED_ID_RE.match(cred_id):
             raise SpecError('%scred_id must be 1 to 64 letters, digits, ".", "_" or "-", got %r' % (prefix, cred_id))
     for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
-        if val is not None and (not isinstance(val, str) or not val.startswith('arn:')):
-            raise SpecError('%s%s must be an IAM role ARN (arn:...), got %r' % (prefix, key, val))
+        if val is not None and (not isinstance(val, str) or not (val.startswith('arn:') or ROLE_NAME_RE.match(val))):
+            raise SpecError('%s must be an IAM role ARN (arn:...) or a role name (as ECS takes it: letters, digits and '
+                            '+=,.@_-, at most 64), got %r' % (role_fields[key], val))
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
+    level = _level(raw, td_level, prefix, cluster, name, state, host or {})
     containers = ()
-    warnings = []
     if state == 'running' or containers_raw:
         if not isinstance(containers_raw, list) or not containers_raw:
             if state == 'running':
@@ -209,15 +261,32 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (containers_field, i, name, spec.name, MAX_CONTAINER_NAME))
             out.append(spec)
         containers = tuple(out)
-        settings.check_references(containers, containers_field, network_mode, set(),
+        settings.check_references(containers, containers_field, network_mode,
+                                  set(v.name for v in level['volumes'] or ()),
                                   ecs=raw.get('task_definition') is not None)
+        _check_sizes(containers, containers_field, level, name, raw.get('task_definition') is not None)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None
     if network_mode == 'awsvpc' and state == 'running':
-        if not raw.get('awsvpc'):
-            raise SpecError('%sawsvpc (eni_mac, and address or dhcp) is required with network_mode awsvpc' % prefix)
-        network = _netns_spec.net_spec(raw['awsvpc'], name, cluster, prefix + 'awsvpc')
+        # Without awsvpc.eni_mac, the task's namespace is held on the engine's bridge network and publishes
+        # the containers' ports; around an ENI, its address reaches the containers and nothing is published.
+        network = _netns_spec.net_spec(raw.get('awsvpc') or {}, name, cluster, prefix + 'awsvpc', eni_required=False)
+        published = {}
+        for i, spec in enumerate(containers):
+            where = '%s[%d].port_mappings' % (containers_field, i)
+            if spec.port_mappings and not _netns_spec.bridge_backed(network):
+                raise SpecError('%s: an awsvpc task with an ENI (%sawsvpc.eni_mac) publishes no ports, its containers '
+                                'are reached on the ENI\'s address; ports are published with network_mode bridge, '
+                                'or awsvpc without an ENI' % (where, prefix))
+            for j, port in enumerate(spec.port_mappings):
+                key = (port.container_port, port.protocol)
+                if key in published:
+                    raise SpecError('%s[%d]: port %d/%s is mapped by container %s too; the containers of an awsvpc '
+                                    'task share one network namespace' % (where, j, key[0], key[1], published[key]))
+                published[key] = spec.name
+        network = network._replace(ports=tuple(
+            (p.container_port, p.host_port, p.protocol) for c in containers for p in c.port_mappings))
     elif raw.get('awsvpc') and network_mode != 'awsvpc':
         raise SpecError('%sawsvpc is only used with network_mode awsvpc, not %s' % (prefix, network_mode))
     if network_mode == 'host' and state == 'running' and not allow_host_network:
@@ -227,22 +296,76 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
-                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id),
-                warnings=tuple(warnings))
+                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id, level),
+                warnings=tuple(warnings), cpu=level['cpu'], memory=level['memory'], volumes=level['volumes'] or (),
+                placement_constraints=level['placement_constraints'] or (),
+                runtime_platform=level['runtime_platform'], ipc_mode=level['ipc_mode'], pid_mode=level['pid_mode'],
+                fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level)))
 
 
-def host_policy(params):
-    """The host's policy for what a task's containers may do, from the module's options."""
+def _level(raw, td_level, prefix, cluster, name, state, host):
+    """The task-level fields, from the options or the task definition (not both, unless equal), checked.
+    The host's policy and placement are checked for a task that is to run (stopping one is always allowed)."""
+    running = state == 'running'
+    out = {}
+    for option, ecs in level_mod.LEVEL:
+        value, field, ecs_form = raw.get(option), prefix + option, False
+        if td_level.get(option) is not None:
+            if value is not None and value != td_level[option]:
+                raise SpecError('%s%s contradicts %stask_definition.%s: give it in one place'
+                                % (prefix, option, prefix, ecs))
+            value, field, ecs_form = td_level[option], '%stask_definition.%s' % (prefix, ecs), True
+        if value is None or value == [] or value == {} or value == '':
+            out[option] = None
+        elif option == 'cpu':
+            out[option] = level_mod.cpu_units(value, field)
+        elif option == 'memory':
+            out[option] = level_mod.memory_mib(value, field)
+        elif option == 'volumes':
+            out[option] = level_mod.volumes(value, field, ecs_form, host if running else {}, host.get('region'))
+        elif option == 'placement_constraints':
+            attrs = level_mod.host_attributes(host.get('machine'), host.get('attributes'))
+            out[option] = level_mod.placement(value, field, ecs_form, attrs, running)
+        elif option == 'runtime_platform':
+            out[option] = level_mod.runtime_platform(value, field, ecs_form, host.get('machine'), running)
+        elif option == 'ipc_mode':
+            out[option] = level_mod.namespace_mode(value, field, level_mod.IPC_MODES, 'IPC',
+                                                   host.get('allow_host_namespaces'), running)
+        else:
+            out[option] = level_mod.namespace_mode(value, field, level_mod.PID_MODES, 'process',
+                                                   host.get('allow_host_namespaces'), running)
+    return out
+
+
+def _check_sizes(containers, field, level, name, ecs):
+    """No container may ask for more memory than the task has (as ECS refuses)."""
+    if not level['memory']:
+        return
+    for i, c in enumerate(containers):
+        at = settings._namer('%s[%d]' % (field, i), ecs)     # pylint: disable=protected-access
+        for option in ('memory', 'memory_reservation'):
+            value = getattr(c, option)
+            if value and value > level['memory']:
+                raise SpecError('%s (%d MiB) is above the memory of task %s (%d MiB)'
+                                % (at(option), value, name, level['memory']))
+
+
+def host_policy(params, machine=None):
+    """The host's policy for what a task may do, from the module's options, and what is known of the host
+    (`machine`: its architecture, as uname names it)."""
     return {'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
-            'log_driver_map': params.get('log_driver_map')}
+            'log_driver_map': params.get('log_driver_map'), 'bind_paths': params.get('bind_paths'),
+            'allow_host_namespaces': bool(params.get('allow_host_namespaces')),
+            'attributes': params.get('attributes') or {}, 'machine': machine, 'region': params.get('aws_region')}
 
 
 TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'awsvpc', 'state',
-                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id')
+                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id') + \
+    level_mod.LEVEL_OPTIONS
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 
 
-def task_set(params):
+def task_set(params, machine=None):
     """The module's parameters: one task (`name`...) or a set (`tasks` with `purge`).
 
     Returns (tasks, purge_cluster or None). Two declarations of one task: the stop wins over a start
@@ -254,8 +377,10 @@ def task_set(params):
             raise SpecError('purge needs tasks (the whole set of the cluster\'s tasks), not a single name')
         if single.get('name') is None and single.get('task_definition') is None:
             raise SpecError('name (or task_definition with a family) is required when tasks is not given')
-        return [task(single, allow_host_network=bool(params.get('allow_host_network')), host=host_policy(params))], None
-    given = sorted(k for k in ('name', 'containers', 'task_definition', 'stop_reason') if params.get(k) is not None)
+        return [task(single, allow_host_network=bool(params.get('allow_host_network')),
+                     host=host_policy(params, machine))], None
+    given = sorted(k for k in ('name', 'containers', 'task_definition', 'stop_reason') + level_mod.LEVEL_OPTIONS
+                   if params.get(k) is not None)
     if given:
         raise SpecError('tasks is mutually exclusive with %s: declare those inside each entry of tasks'
                         % ', '.join(given))
@@ -271,7 +396,7 @@ def task_set(params):
         if unknown:
             raise SpecError('%s has unsupported keys: %s (supported: %s)'
                             % (field, ', '.join(unknown), ', '.join(TASK_OPTION_KEYS)))
-        spec = task(raw, field, defaults, bool(params.get('allow_host_network')), host_policy(params))
+        spec = task(raw, field, defaults, bool(params.get('allow_host_network')), host_policy(params, machine))
         key = (spec.cluster, spec.name)
         other = chosen.get(key)
         if other is None:

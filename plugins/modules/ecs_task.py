@@ -69,7 +69,12 @@ options:
       - Supported keys are C(family), C(containerDefinitions) (C(name), C(image), C(command), C(entryPoint),
         C(environment), C(essential), C(cpu), C(memory), C(portMappings), C(resourceRequirements) of type
         C(GPU), C(linuxParameters) with C(capabilities) (C(add), C(drop)) only, as O(containers[].capabilities)),
-        C(networkMode), C(taskRoleArn), C(executionRoleArn). Keys that only describe a registered
+        C(networkMode) (C(default) is C(bridge)), C(taskRoleArn), C(executionRoleArn), and the task level (C(cpu),
+        C(memory), C(volumes), C(placementConstraints), C(runtimePlatform), C(ipcMode), C(pidMode), as O(cpu),
+        O(memory), O(volumes), O(placement_constraints), O(runtime_platform), O(ipc_mode), O(pid_mode)),
+        C(enableFaultInjection) (V(false) only; V(true) is refused), C(ephemeralStorage) (accepted with a warning,
+        it sizes Fargate storage only). C(proxyConfiguration) (App Mesh), C(inferenceAccelerators) (Elastic
+        Inference) and C(trustedExecutionConfiguration) (Nitro enclaves) are refused by name. Keys that only describe a registered
         definition (C(taskDefinitionArn), C(revision), C(status), C(registeredAt), C(registeredBy),
         C(requiresAttributes), C(compatibilities), C(requiresCompatibilities), C(tags)) are accepted and
         ask for nothing.
@@ -81,53 +86,217 @@ options:
       - V(host) (or C(networkMode) C(host) in O(task_definition)) is refused before anything changes unless
         O(allow_host_network) is set, since a task on the host's network sees the traffic of every task on the
         host.
-      - V(awsvpc) builds the task's own network namespace around a hot-plugged ENI, as
-        M(drover.fleet.task_netns) does, before the first container starts; every container joins it, and it
-        is torn down on every path that ends the task. The namespace, its credential link and /30 are the
-        task's own (its cluster and name together); the link carries traffic to and from the credentials
-        endpoint only. Needs O(awsvpc).
+      - V(awsvpc) gives the task a network namespace of its own, built before the first container starts;
+        every container joins it (they reach each other on C(localhost), as on AWS), and it is torn down on
+        every path that ends the task. It is held by a holder container, labelled with the task, and listed by
+        C(ip netns) under the task's name (C(drover-<task>-<digest>)).
+      - With O(awsvpc.eni_mac), the namespace is built around that hot-plugged ENI, as
+        M(drover.fleet.task_netns) does. The namespace, its credential link and /30 are the task's own (its
+        cluster and name together); the link carries traffic to and from the credentials endpoint only. No
+        port is published (the ENI's address reaches the containers); O(containers[].port_mappings) are refused.
+      - Without O(awsvpc), or without O(awsvpc.eni_mac) (a Fargate task definition on a host with no ENI),
+        the holder is on the engine's default bridge network, which addresses and routes the namespace; the
+        task's port mappings are published on the holder. The task reaches the credentials endpoint as a
+        bridge task does (the holder's bridge address, which its containers share, carries the run's
+        credential ID); it needs no credential link and no /30.
     type: str
     choices: [bridge, host, none, awsvpc]
   awsvpc:
     description:
       - The task network of O(network_mode=awsvpc), with the options of M(drover.fleet.task_netns).
+      - Optional. Without O(awsvpc.eni_mac), only O(awsvpc.dns_servers) and O(awsvpc.holder_image) may be
+        given; the options that only an ENI gives a meaning to (O(awsvpc.address), O(awsvpc.dhcp),
+        O(awsvpc.gateway), O(awsvpc.routes), O(awsvpc.credential_link), O(awsvpc.wait_timeout)) are refused by
+        name before anything changes.
       - A failure to build it stops the task with C(network setup failed) and leaves nothing behind.
+      - A change to it replaces the task.
     type: dict
     suboptions:
       eni_mac:
-        description: The MAC address of the ENI.
+        description:
+          - The MAC address of the ENI the namespace is built around.
+          - Without it, the namespace is held on the engine's bridge network (see O(network_mode)).
         type: str
-        required: true
       address:
-        description: The ENI's address with its prefix length (CIDR). Mutually exclusive with O(awsvpc.dhcp).
+        description:
+          - The ENI's address with its prefix length (CIDR). With an ENI, this or O(awsvpc.dhcp) is required.
+          - Mutually exclusive with O(awsvpc.dhcp).
         type: str
       dhcp:
-        description: Address the ENI by DHCP.
+        description: Address the ENI by DHCP (with an ENI, false when not given).
         type: bool
-        default: false
       gateway:
-        description: The default gateway.
+        description: The default gateway (with an ENI).
         type: str
       routes:
-        description: Further routes, each a mapping with C(dst) (a CIDR) and C(gateway).
+        description: Further routes (with an ENI), each a mapping with C(dst) (a CIDR) and C(gateway).
         type: list
         elements: dict
       dns_servers:
-        description: Name servers for the task's containers.
+        description:
+          - Name servers for the task's containers (the holder's, whose C(/etc/resolv.conf) every container of
+            the task shares, and C(/etc/netns/<netns>/resolv.conf) for C(ip netns exec)).
+          - Not given, the engine's own choice for a bridge-backed namespace (as for a bridge container).
         type: list
         elements: str
       credential_link:
-        description: Build the credential link (a veth pair on an allocated /30, and the route to 169.254.170.2/32).
+        description:
+          - Build the credential link (a veth pair on an allocated /30, and the route to 169.254.170.2/32).
+          - With an ENI, true when not given. Without one it is refused.
         type: bool
-        default: true
       wait_timeout:
-        description: Seconds to wait for the ENI to appear on the host.
+        description: Seconds to wait for the ENI to appear on the host; 30 when not given.
         type: int
-        default: 30
       holder_image:
         description: The image of the container that holds the task's network namespace; it must have C(sleep).
         type: str
         default: drover.local/busybox:1
+  cpu:
+    description:
+      - The task's CPU size (ECS C(cpu) of the task), as AWS takes it, CPU units (V(1024), V("1024"); 1024 is one
+        vCPU) or vCPUs (V("1 vCPU"), V("0.5 vCPU")); from 128 (0.125 vCPU) to 196608 (192 vCPU).
+      - With O(cpu) or O(memory) the task's containers run in one parent cgroup of their own (Docker's
+        C(cgroup_parent)), C(/drover/<task>-<digest of cluster and task>) under the engine's cgroup root, whose CPU
+        quota is O(cpu)/1024 CPUs (C(cpu.cfs_quota_us) over C(cpu.cfs_period_us) 100000 on cgroup v1, C(cpu.max)
+        on v2). The collection makes it and writes its limits before the first container starts, and removes it on
+        every path that ends the task (stop, absent, purge, a failed start); it is found again from cluster and
+        task after the store is lost.
+      - Needs the engine's C(cgroupfs) cgroup driver (v1 or v2); on the C(systemd) driver a sized task is refused
+        before anything changes. The cgroup file system written is the managed host's own (a local engine).
+      - Given both here and as C(cpu) in O(task_definition), the two must be equal.
+    type: raw
+  memory:
+    description:
+      - The task's memory size (ECS C(memory) of the task), as AWS takes it, MiB (V(2048), V("2048")) or GB
+        (V("2 GB"), V("0.5GB"); 1 GB is 1024 MiB); at least 6.
+      - The memory limit of the task's parent cgroup (see O(cpu)), C(memory.limit_in_bytes) on cgroup v1,
+        C(memory.max) on v2. A container whose O(containers[].memory) or O(containers[].memory_reservation) is
+        above it is refused, as on AWS.
+    type: raw
+  volumes:
+    description:
+      - The task's volumes (ECS C(volumes)), which O(containers[].mount_points) mount by name.
+      - O(volumes[].host.source_path) binds that host path (checked against O(bind_paths)).
+      - O(volumes[].host) without a path, a volume with no configuration, and
+        O(volumes[].docker_volume_configuration) with O(volumes[].docker_volume_configuration.scope=task) are
+        volumes of the task, C(drover-<task>-<digest>-<volume>) on the engine, labelled C(drover.scope=task),
+        C(drover.cluster), C(drover.task), C(drover.volume), made before the first container of each run and
+        removed with the run on every path that ends it.
+      - O(volumes[].docker_volume_configuration.scope=shared) is the engine volume named O(volumes[].name); it
+        outlives the task. With O(volumes[].docker_volume_configuration.autoprovision) it is made when missing
+        (labelled C(drover.scope=shared)); without, it must be on the engine, else the task is refused before
+        anything changes.
+      - O(volumes[].efs_volume_configuration) becomes a volume of the task with the engine's C(local) driver and
+        NFS options (C(type=nfs), C(o=addr=<server>,nfsvers=4.1,...), C(device=:<root_directory>)).
+        C(transitEncryption ENABLED), access points and IAM authorization need the EFS mount helper and are
+        refused. ECS's C(fsxWindowsFileServerVolumeConfiguration) (Windows only) and C(configuredAtLaunch) (EBS)
+        are refused.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The volume's name in the task (letters, digits, C(_) and C(-)). ECS C(name).
+        type: str
+        required: true
+      host:
+        description: A host volume. ECS C(host).
+        type: dict
+        suboptions:
+          source_path:
+            description: The host path bound; unset, a volume of the task. ECS C(host.sourcePath).
+            type: str
+      docker_volume_configuration:
+        description: An engine volume. ECS C(dockerVolumeConfiguration).
+        type: dict
+        suboptions:
+          scope:
+            description: V(task) (the default) lives and dies with each run; V(shared) outlives the task.
+            type: str
+            choices: [task, shared]
+          autoprovision:
+            description: With V(shared), make the volume when it is missing (else it must be there).
+            type: bool
+          driver:
+            description: The volume driver; V(local) when unset.
+            type: str
+          driver_opts:
+            description: The driver's options. ECS C(driverOpts).
+            type: dict
+          labels:
+            description: Labels of the volume (not C(drover.*)).
+            type: dict
+      efs_volume_configuration:
+        description:
+          - An EFS file system, mounted over NFS 4.1 by the engine's C(local) driver. ECS C(efsVolumeConfiguration).
+        type: dict
+        suboptions:
+          file_system_id:
+            description:
+              - The EFS file system ID (C(fs-...)), reached as C(<id>.efs.<region>.amazonaws.com) (O(aws_region),
+                by default C(us-east-1)); or the name or address of an NFS server that stands in for it.
+            type: str
+            required: true
+          root_directory:
+            description: The exported directory mounted; V(/) when unset.
+            type: str
+          transit_encryption:
+            description: Only V(DISABLED) is taken; V(ENABLED) is refused.
+            type: str
+          transit_encryption_port:
+            description: Refused (it is used with transit encryption only).
+            type: int
+          authorization_config:
+            description: Refused when it names an access point or enables IAM.
+            type: dict
+  placement_constraints:
+    description:
+      - ECS C(placementConstraints), at most 10. V(memberOf) expressions are evaluated against this host's
+        attributes when a task is to run; a host that is not a member refuses the task, naming the expression,
+        before anything changes. V(distinctInstance) is always met (a host is one instance).
+      - "The attributes: C(ecs.os-type) (V(linux)), C(ecs.os-family) (V(LINUX)), C(ecs.cpu-architecture)
+        (V(x86_64) or V(arm64)), and those of O(attributes) (C(ecs.instance-type), C(ecs.availability-zone),
+        or any other; unknown unless declared there)."
+      - "The expressions of ECS's cluster query language with the subject C(attribute:<name>):
+        C(attribute:n == v), C(!=), C(in [a, b]), C(not in [a, b]), C(exists), C(!exists), C(=~ regex) (the whole
+        value), C(!~), with C(and), C(or), C(not) and parentheses. Other subjects (C(ec2InstanceId), C(task:group)...)
+        describe a fleet and are refused."
+    type: list
+    elements: dict
+    suboptions:
+      type:
+        description: The constraint's type.
+        type: str
+        choices: [memberOf, distinctInstance]
+        required: true
+      expression:
+        description: The expression, with V(memberOf).
+        type: str
+  runtime_platform:
+    description:
+      - ECS C(runtimePlatform), checked against the host when a task is to run.
+    type: dict
+    suboptions:
+      cpu_architecture:
+        description: V(X86_64) (a host whose machine is C(x86_64)) or V(ARM64) (C(aarch64)).
+        type: str
+        choices: [X86_64, ARM64]
+      operating_system_family:
+        description: V(LINUX); Windows families are refused by name.
+        type: str
+  ipc_mode:
+    description:
+      - ECS C(ipcMode). V(host) gives the containers the host's IPC namespace (refused unless
+        O(allow_host_namespaces)); V(task) one IPC namespace shared by the task's containers (the first one's,
+        made shareable); V(none) a private one without C(/dev/shm).
+    type: str
+    choices: [host, task, none]
+  pid_mode:
+    description:
+      - ECS C(pidMode). V(host) gives the containers the host's process namespace (refused unless
+        O(allow_host_namespaces)); V(task) one process namespace shared by the task's containers (the first
+        one's).
+    type: str
+    choices: [host, task]
   state:
     description:
       - V(running) starts the task if it has no run going; V(stopped) stops it and keeps its record;
@@ -182,7 +351,8 @@ options:
         default: false
   task_role_arn:
     description:
-      - The task's IAM role. At each run's start a credential ID is registered for it in the host store,
+      - The task's IAM role, an ARN or (as ECS takes it) a role name, which is the role of that name in the account of
+        the host's credentials. At each run's start a credential ID is registered for it in the host store,
         each container gets C(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/<credID>),
         C(AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.2/v2/credentials/<credID>) and
         C(AWS_CONTAINER_AUTHORIZATION_TOKEN), the task's token, which the AWS SDKs send to the credentials
@@ -264,11 +434,38 @@ options:
         the task's containers are made. By default V(awslogs) and V(splunk) become V(local).
     type: dict
     default: {awslogs: local, splunk: local}
+  allow_host_namespaces:
+    description:
+      - The host's policy for O(ipc_mode=host) and O(pid_mode=host) (ECS C(ipcMode), C(pidMode)). Unset, a task
+        declared to run in the host's IPC or process namespace is refused (the message names the field) and
+        nothing changes; a container there sees the host's shared memory or every process of the host.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: bool
+    default: false
+  bind_paths:
+    description:
+      - The host's policy for host binds (O(volumes[].host.source_path), ECS C(host.sourcePath)), the host path
+        prefixes a bind may be under (a prefix is a whole path component, V(/srv) allows C(/srv/data), not
+        C(/srv2)). Unset, any absolute path. A path with a C(..) component is always refused.
+      - A task binding a path outside them is refused (the message names the field) and nothing changes.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+  attributes:
+    description:
+      - This host's attributes, for O(placement_constraints) (ECS C(attribute:<name>)), for example
+        C(ecs.instance-type), C(ecs.availability-zone), or attributes of your own. C(ecs.os-type) and
+        C(ecs.cpu-architecture) are the host's own and cannot be declared otherwise.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: dict
   tasks:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
         O(task_definition), O(network_mode), O(awsvpc), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
-        O(task_role_arn), O(cred_id), O(execution_role_arn). Options given at the top level are the defaults.
+        O(task_role_arn), O(cred_id), O(execution_role_arn), O(cpu), O(memory), O(volumes),
+        O(placement_constraints), O(runtime_platform), O(ipc_mode), O(pid_mode). Options given at the top level
+        are the defaults (but not the task-level O(cpu), O(memory), O(volumes), O(placement_constraints),
+        O(runtime_platform), O(ipc_mode), O(pid_mode), which are given in each entry).
       - The same task declared twice is one task; a stop or removal wins over a start.
       - Each entry is checked as the top-level options are, and a message names the entry (C(tasks[2].state...)).
         Its registry password (O(tasks[].registry_auth.password)) is hidden as the top-level one is, in the
@@ -331,6 +528,27 @@ options:
       cred_id:
         description: As O(cred_id).
         type: raw
+      cpu:
+        description: As O(cpu).
+        type: raw
+      memory:
+        description: As O(memory).
+        type: raw
+      volumes:
+        description: As O(volumes).
+        type: raw
+      placement_constraints:
+        description: As O(placement_constraints).
+        type: raw
+      runtime_platform:
+        description: As O(runtime_platform).
+        type: raw
+      ipc_mode:
+        description: As O(ipc_mode).
+        type: raw
+      pid_mode:
+        description: As O(pid_mode).
+        type: raw
   purge:
     description:
       - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
@@ -391,6 +609,43 @@ EXAMPLES = r'''
         image: drover.local/busybox:1
         command: [httpd, -f, -p, "80"]
 
+- name: An awsvpc task on a host with no ENI (its namespace on the engine's bridge, port 8080 published)
+  drover.fleet.ecs_task:
+    name: shop
+    network_mode: awsvpc
+    containers:
+      - name: app
+        image: drover.local/busybox:1
+        command: [httpd, -f, -p, "8080"]
+        port_mappings:
+          - container_port: 8080
+      - name: side
+        image: drover.local/busybox:1
+        command: [sh, -c, "while sleep 5; do wget -q -O - http://localhost:8080/ >/dev/null; done"]
+
+- name: A sized task whose two containers share a volume of the task and one IPC namespace
+  drover.fleet.ecs_task:
+    name: pipeline
+    cpu: 0.5 vCPU
+    memory: 1 GB
+    ipc_mode: task
+    volumes:
+      - name: scratch
+    placement_constraints:
+      - type: memberOf
+        expression: attribute:ecs.cpu-architecture == x86_64
+    containers:
+      - name: producer
+        image: drover.local/busybox:1
+        command: [sh, -c, "date > /work/stamp; sleep 3600"]
+        mount_points:
+          - {source_volume: scratch, container_path: /work}
+      - name: consumer
+        image: drover.local/busybox:1
+        command: [sh, -c, "sleep 3600"]
+        mount_points:
+          - {source_volume: scratch, container_path: /work, read_only: true}
+
 - name: Stop a task with a reason
   drover.fleet.ecs_task:
     name: web
@@ -441,6 +696,15 @@ task:
     held_until:
       description: The next run waits until then (ISO 8601, UTC).
       type: str
+    changed_fields:
+      description:
+        - When this pass replaces (or, in check mode, would replace) the task's containers because its declaration
+          changed, the fields that changed, as C(containers[<name>].<option>) or a task option (C(network_mode),
+          C(awsvpc)...). Only names, never values. In diff mode it is in the C(after) of the task too.
+      type: list
+      elements: str
+      returned: when a changed declaration replaces the task
+      sample: ['containers[httpd].memory', 'containers[httpd].health_check']
     network:
       description: The task network of an awsvpc task, in the shape M(drover.fleet.task_netns) returns it.
       type: dict
@@ -518,6 +782,32 @@ TASK_ENTRY_OPTIONS = dict(
     task_role_arn=dict(type='raw'),
     execution_role_arn=dict(type='raw'),
     cred_id=dict(type='raw'),
+    cpu=dict(type='raw'),
+    memory=dict(type='raw'),
+    volumes=dict(type='raw'),
+    placement_constraints=dict(type='raw'),
+    runtime_platform=dict(type='raw'),
+    ipc_mode=dict(type='raw'),
+    pid_mode=dict(type='raw'),
+)
+
+VOLUME_OPTIONS = dict(
+    name=dict(type='str', required=True),
+    host=dict(type='dict', options=dict(source_path=dict(type='str'))),
+    docker_volume_configuration=dict(type='dict', options=dict(
+        scope=dict(type='str', choices=['task', 'shared']),
+        autoprovision=dict(type='bool'),
+        driver=dict(type='str'),
+        driver_opts=dict(type='dict'),
+        labels=dict(type='dict'),
+    )),
+    efs_volume_configuration=dict(type='dict', options=dict(
+        file_system_id=dict(type='str', required=True),
+        root_directory=dict(type='str'),
+        transit_encryption=dict(type='str'),
+        transit_encryption_port=dict(type='int'),
+        authorization_config=dict(type='dict'),
+    )),
 )
 
 
@@ -528,15 +818,17 @@ def main():
         containers=dict(type='list', elements='dict', options=container_options()),
         task_definition=dict(type='dict'),
         network_mode=dict(type='str', choices=['bridge', 'host', 'none', 'awsvpc']),
+        # No defaults for the ENI's options: without an ENI, one given is refused by name (the spec says
+        # what each defaults to with one).
         awsvpc=dict(type='dict', options=dict(
-            eni_mac=dict(type='str', required=True),
+            eni_mac=dict(type='str'),
             address=dict(type='str'),
-            dhcp=dict(type='bool', default=False),
+            dhcp=dict(type='bool'),
             gateway=dict(type='str'),
             routes=dict(type='list', elements='dict'),
             dns_servers=dict(type='list', elements='str'),
-            credential_link=dict(type='bool', default=True),
-            wait_timeout=dict(type='int', default=30),
+            credential_link=dict(type='bool'),
+            wait_timeout=dict(type='int'),
             holder_image=dict(type='str', default='drover.local/busybox:1'),
         )),
         state=dict(type='str', choices=['running', 'stopped', 'absent'], default='running'),
@@ -554,6 +846,19 @@ def main():
         task_role_arn=dict(type='str'),
         cred_id=dict(type='str'),
         execution_role_arn=dict(type='str'),
+        cpu=dict(type='raw'),
+        memory=dict(type='raw'),
+        volumes=dict(type='list', elements='dict', options=VOLUME_OPTIONS),
+        placement_constraints=dict(type='list', elements='dict', options=dict(
+            type=dict(type='str', required=True, choices=['memberOf', 'distinctInstance']),
+            expression=dict(type='str'),
+        )),
+        runtime_platform=dict(type='dict', options=dict(
+            cpu_architecture=dict(type='str', choices=['X86_64', 'ARM64']),
+            operating_system_family=dict(type='str'),
+        )),
+        ipc_mode=dict(type='str', choices=['host', 'task', 'none']),
+        pid_mode=dict(type='str', choices=['host', 'task']),
         tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
@@ -564,6 +869,9 @@ def main():
         allow_privileged=dict(type='bool', default=False),
         log_drivers=dict(type='list', elements='str', choices=list(LOG_DRIVERS), default=list(LOG_DRIVERS)),
         log_driver_map=dict(type='dict', default=dict(DEFAULT_LOG_DRIVER_MAP)),
+        allow_host_namespaces=dict(type='bool', default=False),
+        bind_paths=dict(type='list', elements='str'),
+        attributes=dict(type='dict'),
     )
     argument_spec.update(host_args())
     module = make_module(

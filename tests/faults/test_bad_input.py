@@ -70,7 +70,10 @@ TABLE = [
     ('ecs_task', {'tasks': [task(), task(containers=[box(memory=64)])]}, ('badtask',)),
     ('ecs_task', {'tasks': ['web']}, ('tasks',)),
     # ecs_task: networks, roles, registries, GPUs
-    ('ecs_task', task(network_mode='awsvpc'), ('awsvpc',)),
+    ('ecs_task', task(network_mode='awsvpc', awsvpc={'routes': [{'dst': '198.19.0.0/16', 'gateway': '198.18.9.1'}]}),
+     ('awsvpc.routes', 'awsvpc.eni_mac')),
+    ('ecs_task', task(network_mode='awsvpc', containers=[box(port_mappings=[{'container_port': 80, 'host_port': 81}])]),
+     ('host_port 81 differs',)),
     ('ecs_task', task(network_mode='host'), ('network_mode is host', 'allow_host_network')),
     ('ecs_task', {'task_definition': {'family': 'badtask', 'networkMode': 'host', 'containerDefinitions': [box()]}},
      ('task_definition.networkMode is host', 'allow_host_network')),

@@ -171,13 +171,13 @@ def env_of(engine, runtime_id):
     return dict(e.split('=', 1) for e in engine.api.inspect_container(runtime_id)['Config']['Env'])
 
 
-def register_loopback(store_path, cred_id, cluster, task):
+def register_loopback(store_path, cred_id, cluster, task, role=ROLE):
     """A registration whose owner is 127.0.0.1 (as an awsvpc task's link address): the token it needs."""
     from ansible_collections.drover.fleet.plugins.module_utils._store import Store
     db = Store(store_path)
-    db.put_credential(cred_id, cluster, task, ROLE, '127.0.0.1', time.time())
+    db.put_credential(cred_id, cluster, task, role, '127.0.0.1', time.time())
     db.close()
-    return credtoken.token(credtoken.host_key(store_path, create=True), cred_id, cluster, task, ROLE)
+    return credtoken.token(credtoken.host_key(store_path, create=True), cred_id, cluster, task, role)
 
 
 def loopback_get(port, path, token, timeout=30):
@@ -223,6 +223,20 @@ def test_credentials_are_renewed_before_they_expire(cluster, store_path, sts, tm
         time.sleep(3.5)
         renewed = get()
         assert renewed['AccessKeyId'] != first['AccessKeyId'] and renewed['Expiration'] >= first['Expiration']
+    finally:
+        assert svc.stop() == 0
+    assert 'Traceback' not in svc.text()
+
+
+def test_a_role_name_is_a_role_of_the_hosts_account(cluster, store_path, sts, tmp_path):
+    # ECS takes a role's name for taskRoleArn (008 and 019 of the task definition corpus do): the endpoint
+    # assumes arn:<partition>:iam::<the host's account>:role/<name> (the name alone, 11 characters, is refused by
+    # STS's own model: a RoleArn has at least 20, so a 200 here means the name was made an ARN).
+    secret = register_loopback(store_path, 'short-' + cluster, cluster, 'short', role='ecsTaskRole')
+    svc = Service(store_path, sts, tmp_path, ['--no-network', '--listen', '127.0.0.1', '--port', '51682']).start()
+    try:
+        status, body = loopback_get(51682, '/v2/credentials/short-' + cluster, secret)
+        assert status == 200 and body['AccessKeyId'], body
     finally:
         assert svc.stop() == 0
     assert 'Traceback' not in svc.text()

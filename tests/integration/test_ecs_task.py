@@ -258,7 +258,8 @@ def test_container_name_of_another_task_is_refused(engine, cluster, converge, mo
     (dict(name='x', containers=[container('a', command='sleep 60')]), ('command', 'list')),
     (dict(name='x', purge=True, containers=[container('a')]), ('purge',)),
     (dict(name='x', containers=[container('a', image='UPPER/case')]), ('image',)),
-    (dict(name='x', network_mode='awsvpc', containers=[container('a')]), ('awsvpc',)),
+    (dict(name='x', network_mode='awsvpc', awsvpc={'gateway': '198.18.9.1'}, containers=[container('a')]),
+     ('awsvpc.gateway', 'awsvpc.eni_mac')),
     (dict(name='x', containers=[container('a', port_mappings=[{'container_port': 0}])]), ('container_port',)),
     (dict(tasks=[{'name': 'x', 'containers': [container('a')], 'bogus': 1}]), ('tasks[0]', 'bogus')),
     (dict(name='x', timeout=5, docker_host='unix:///nonexistent/docker.sock', containers=[container('a')]),
@@ -303,3 +304,21 @@ def test_info_lists_without_changing(engine, cluster, converge, module_runner, s
     one = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster, name='a'))
     assert [t['name'] for t in one['tasks']] == ['a']
     assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+
+
+def test_a_replacement_names_the_fields_that_changed(engine, cluster, converge):
+    first = converge(name='fields', containers=[container('main', memory=64, user='1000'), container('side')])
+    ids = sorted(c['runtime_id'] for c in first['task']['containers'])
+    changed = [container('main', memory=96, user='1000'), container('side', working_directory='/tmp')]
+    check = converge(check=True, diff=True, name='fields', containers=changed)
+    assert check['changed'] is True
+    assert check['task']['changed_fields'] == ['containers[main].memory', 'containers[side].working_directory']
+    assert check['diff']['after']['%s/fields' % cluster]['changed_fields'] == check['task']['changed_fields']
+    # check mode touched nothing; the apply replaces both containers and says why
+    assert sorted(c['runtime_id'] for c in converge(check=True, name='fields', containers=[
+        container('main', memory=64, user='1000'), container('side')])['task']['containers']) == ids
+    applied = converge(name='fields', containers=changed)
+    assert applied['task']['changed_fields'] == check['task']['changed_fields']
+    assert not set(c['runtime_id'] for c in applied['task']['containers']) & set(ids)
+    again = converge(name='fields', containers=changed)
+    assert again['changed'] is False and 'changed_fields' not in again['task']

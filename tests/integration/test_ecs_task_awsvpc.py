@@ -117,7 +117,7 @@ def test_changed_network_replaces_the_task(engine, cluster, converge, fake_eni):
     ({'eni_mac': 'zz:00:c6:12:00:10', 'address': '198.18.9.2/24'}, ('awsvpc.eni_mac',)),
     ({'eni_mac': '02:00:c6:12:00:10', 'address': '198.18.9.2'}, ('awsvpc.address', 'prefix')),
     ({'eni_mac': '02:00:c6:12:00:10', 'address': '198.18.9.2/24', 'dhcp': True}, ('dhcp', 'mutually exclusive')),
-    (None, ('awsvpc', 'required')),
+    ({'eni_mac': '02:00:c6:12:00:10'}, ('awsvpc.address', 'required')),
 ])
 def test_bad_awsvpc_input_changes_nothing(engine, cluster, converge, store_path, net, words):
     converge(name='keep', containers=[container('main')])

@@ -89,7 +89,12 @@ def test_converge_in_four_steps(engine, cluster, tmp_path, converge_vars):
     {'drover_tasks': [{'name': 'sleeper', 'contianers': []}]},
     {'drover_pools': [{'pool': 'p1', 'scale': 'sometimes'}]},
     {'drover_host_install_engine': 'perhaps'},
-], ids=['tasks-not-a-list', 'tasks-unknown-key', 'pools-bad-choice', 'host-not-a-bool'])
+    {'drover_allow_privileged': 'perhaps'},
+    {'drover_log_drivers': ['carrier-pigeon']},
+    {'drover_bind_paths': '/srv'},
+    {'drover_tasks': [{'name': 'sleeper', 'ipc_mode': 'shareable'}]},
+], ids=['tasks-not-a-list', 'tasks-unknown-key', 'pools-bad-choice', 'host-not-a-bool', 'privileged-not-a-bool',
+        'log-driver-bad-choice', 'bind-paths-not-a-list', 'ipc-mode-bad-choice'])
 def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converge_vars, bad):
     extra = dict(converge_vars, **bad)
     rc, out = playbook('drover.fleet.converge', tmp_path, extra)
@@ -99,6 +104,39 @@ def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converg
     assert recap(out)[1:] == (0, 0, 1), out[-4000:]
     assert task_containers(engine, cluster) == []
     assert not (tmp_path / 'state').exists()                     # not even the store directory was made
+
+
+def test_the_host_policy_reaches_the_module(engine, cluster, tmp_path, converge_vars):
+    """drover_allow_host_namespaces, drover_bind_paths, drover_attributes, drover_allow_privileged and the log
+    drivers are the module's host options: a task they refuse fails the play and changes nothing."""
+    src = tmp_path / 'bound'
+    src.mkdir()
+    task = {'name': 'sleeper', 'ipc_mode': 'host',
+            'volumes': [{'name': 'b', 'host': {'source_path': str(src)}}],
+            'placement_constraints': [{'type': 'memberOf', 'expression': 'attribute:rack == r7'}],
+            'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+                            'privileged': True, 'log_configuration': {'log_driver': 'awslogs'},
+                            'mount_points': [{'source_volume': 'b', 'container_path': '/b'}]}]}
+    allowed = dict(converge_vars, drover_tasks=[task], drover_allow_host_namespaces=True,
+                   drover_bind_paths=[str(tmp_path)], drover_attributes={'rack': 'r7'}, drover_allow_privileged=True,
+                   drover_log_drivers=['local', 'json-file'], drover_log_driver_map={'awslogs': 'local'})
+    for key, value, word in (('drover_allow_host_namespaces', False, 'allow_host_namespaces'),
+                             ('drover_bind_paths', ['/srv/elsewhere'], 'bind_paths'),
+                             ('drover_attributes', {'rack': 'r1'}, 'attribute:rack == r7'),
+                             ('drover_allow_privileged', False, 'allow_privileged'),
+                             ('drover_log_drivers', ['json-file'], 'not allowed on this host')):
+        rc, out = playbook('drover.fleet.converge', tmp_path, dict(allowed, **{key: value}))
+        assert rc != 0 and word in out, (key, out[-4000:])
+        assert task_containers(engine, cluster) == []
+    # (A privileged container with NET_RAW dropped does not start on this host's runtime: the allowed run
+    # leaves privileged out; the refusal above shows drover_allow_privileged reaches the module.)
+    task['containers'][0]['privileged'] = False
+    rc, out = playbook('drover.fleet.converge', tmp_path, allowed)
+    assert rc == 0, out[-4000:]
+    assert '%s/sleeper: RUNNING' % cluster in out, out[out.find('Converge each cluster'):][:3000]
+    inspected = engine.api.inspect_container('sleeper-main')['HostConfig']
+    assert inspected['IpcMode'] == 'host'
+    assert inspected['Binds'] == ['%s:/b' % src] and inspected['LogConfig']['Type'] == 'local'
 
 
 def test_reconcile_reports_a_killed_task_stopped(engine, cluster, tmp_path, converge_vars):

@@ -12,6 +12,7 @@ import docker
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import pool_spec
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
@@ -49,9 +50,9 @@ def td(linux=None, network_mode=None):
 # --- capabilities ------------------------------------------------------------------------------------------
 
 def test_a_container_drops_net_raw_by_default():
-    assert one().containers[0].capabilities == spec.Capabilities((), ('NET_RAW',))
+    assert one().containers[0].capabilities == settings.Capabilities((), ('NET_RAW',))
     # the module's argument spec gives unset suboptions as None
-    assert one({'add': None, 'drop': None}).containers[0].capabilities == spec.Capabilities((), ('NET_RAW',))
+    assert one({'add': None, 'drop': None}).containers[0].capabilities == settings.Capabilities((), ('NET_RAW',))
 
 
 @pytest.mark.parametrize('caps,expected', [
@@ -62,7 +63,7 @@ def test_a_container_drops_net_raw_by_default():
     ({'drop': ['NET_RAW', 'MKNOD']}, (((), ('MKNOD', 'NET_RAW')))),
 ])
 def test_added_and_dropped_capabilities(caps, expected):
-    assert one(caps).containers[0].capabilities == spec.Capabilities(*expected)
+    assert one(caps).containers[0].capabilities == settings.Capabilities(*expected)
 
 
 def test_the_capabilities_are_in_the_spec_hash():
@@ -80,7 +81,7 @@ def test_the_capabilities_are_in_the_spec_hash():
 
 def test_task_definition_linux_parameters_capabilities_as_ecs_writes_them():
     t = spec.task_set({'task_definition': td({'capabilities': {'add': ['NET_RAW'], 'drop': ['MKNOD']}})})[0][0]
-    assert t.containers[0].capabilities == spec.Capabilities(('NET_RAW',), ('MKNOD',))
+    assert t.containers[0].capabilities == settings.Capabilities(('NET_RAW',), ('MKNOD',))
     assert t.spec_hash == one({'add': ['NET_RAW'], 'drop': ['MKNOD']}).spec_hash
     # empty members, as AWS returns them, ask for nothing
     plain = spec.task_set({'task_definition': td({'capabilities': {}, 'devices': [], 'tmpfs': []})})[0][0]
@@ -141,9 +142,9 @@ POOL = {'pool': 'ci', 'repository': 'octo/app', 'labels': ['self-hosted'], 'toke
 
 
 def test_a_runner_profile_drops_net_raw_and_may_add_capabilities():
-    assert pool_spec(POOL, 'm1').profile.capabilities == spec.Capabilities((), ('NET_RAW',))
+    assert pool_spec(POOL, 'm1').profile.capabilities == settings.Capabilities((), ('NET_RAW',))
     given = dict(POOL, profile=dict(POOL['profile'], capabilities={'add': ['NET_RAW', 'SYS_PTRACE']}))
-    assert pool_spec(given, 'm1').profile.capabilities == spec.Capabilities(('NET_RAW', 'SYS_PTRACE'), ())
+    assert pool_spec(given, 'm1').profile.capabilities == settings.Capabilities(('NET_RAW', 'SYS_PTRACE'), ())
     with pytest.raises(SpecError) as err:
         pool_spec(dict(POOL, profile=dict(POOL['profile'], capabilities={'add': ['RAW']})), 'm1')
     assert 'profile.capabilities.add[0]' in str(err.value)

@@ -250,6 +250,7 @@ class Assumer:
         self.duration = duration
         self.timeout = timeout
         self._client = None
+        self._caller = None       # the host identity's ARN, split at ':'
         self._lock = threading.Lock()
 
     def _sts(self):
@@ -262,10 +263,18 @@ class Assumer:
                                                           retries={'max_attempts': 2}))
             return self._client
 
+    def role_arn(self, role):
+        """A role's ARN: a role name (as ECS takes one) is a role of the account of the host's credentials."""
+        if role.startswith('arn:'):
+            return role
+        if self._caller is None:
+            self._caller = self._sts().get_caller_identity()['Arn'].split(':')
+        return 'arn:%s:iam::%s:role/%s' % (self._caller[1], self._caller[4], role)
+
     def assume(self, role_arn, cred_id):
         """{AccessKeyId, SecretAccessKey, Token, Expiration (epoch)}; raises AssumeError."""
         try:
-            answer = self._sts().assume_role(RoleArn=role_arn, RoleSessionName=session_name(cred_id),
+            answer = self._sts().assume_role(RoleArn=self.role_arn(role_arn), RoleSessionName=session_name(cred_id),
                                              DurationSeconds=self.duration)
             creds = answer['Credentials']
             expiration = creds['Expiration']

@@ -1,0 +1,877 @@
+# -*- coding: utf-8 -*-
+"""The corpus of real ECS task definitions (../shared/ecs-task-definitions, 120 documents from public
+repositories) through the real ecs_task module.
+
+1. Each document is classified: invalid by AWS's model (_td_model.normalize refuses it), using a field a later
+   release handles (_td_model.next_release_fields), or eligible.
+2. Every document goes through ecs_task in check mode, with the host options a user of such a file sets
+   (allow_privileged; allow_host_network for a host-network document; the host attributes its placement
+   constraints ask for, where the module has `attributes`). Each is accepted or refused with a message that
+   names a field of the document, never a crash; nothing on the host changes.
+3. The eligible documents accepted in check mode converge for real, on stand-in images: one per image name
+   the documents use, built here FROM the test busybox image, with each executable a document runs (its
+   entry point, else its command) as a script that sleeps, and each executable its health check names as
+   one that succeeds. Every field the document declares that the engine can show is checked in
+   `docker inspect` against an expected value derived from the document (EXPECT, one function per ECS
+   field), then the tasks are purged and nothing of them may be left.
+
+What needs AWS: nothing that a converge here does. A task role is a registration in the host's store (STS is
+called only when a container asks the credentials endpoint, which no stand-in does), and an execution role
+only pulls from ECR, which `pull: never` on a present stand-in image never does. Documents that bind a host
+path (`volumes[].host.sourcePath`) are checked in check mode only: a test never binds a path of this host
+(the Docker socket least of all), and the engine would create a missing one. Nor do documents converge for
+real that give a container a host device this host does not have (`linuxParameters.devices`, /dev/xvda):
+the engine cannot start them, on any host without that device.
+
+The figures are printed (pytest -s) and repeated in the assertion messages.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import collections
+import copy
+import glob
+import io
+import json
+import os
+import re
+import shlex
+import tarfile
+import time
+
+import docker
+import pytest
+import yaml
+
+from helpers import IMAGE, ROOT, host_snapshot, netns_list
+
+from ansible_collections.drover.fleet.plugins.module_utils import _td_model
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+from ansible_collections.drover.fleet.plugins.modules import ecs_task
+
+CORPUS = os.path.normpath(os.path.join(ROOT, '..', 'shared', 'ecs-task-definitions'))
+# Of the eligible documents, the share ecs_task accepts in check mode must reach ACCEPTED_GOAL. Until the
+# features that close the gap are merged, the floor measured is asserted (ACCEPTED_FLOOR) and the gap printed.
+ACCEPTED_GOAL = 0.95
+ACCEPTED_FLOOR = 15
+# The real converges together: seconds.
+REAL_BUDGET_S = 180
+STANDIN_LABEL = 'drover.test.corpus-standin'
+SLEEPER = '#!/bin/busybox sh\nexec /bin/busybox sleep 3600\n'
+SUCCEEDS = '#!/bin/busybox sh\nexit 0\n'
+MIB = 1024 * 1024
+NANO = 10 ** 9
+# Document fields with no effect the engine shows (they are accepted, and nothing is checked for them).
+NO_EFFECT = {
+    'family', 'requiresCompatibilities', 'tags', 'executionRoleArn', 'runtimePlatform', 'placementConstraints',
+    'ephemeralStorage', 'enableFaultInjection', 'volumes',
+    'containerDefinitions.resourceRequirements',        # GPUs: the ledger, and none on a host without them
+    'containerDefinitions.portMappings.name', 'containerDefinitions.portMappings.appProtocol',
+}
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(CORPUS), reason='no corpus at %s' % CORPUS)
+
+
+# --- the corpus and its classes ---------------------------------------------------------------------------
+
+def load_corpus():
+    docs = collections.OrderedDict()
+    for path in sorted(glob.glob(os.path.join(CORPUS, '*.json'))):
+        with open(path, encoding='utf-8') as f:
+            docs[os.path.basename(path)[:-len('.json')]] = json.load(f)
+    return docs
+
+
+def classify(docs):
+    """(invalid: id -> message, next_release: id -> [key], eligible: [id], normalized: id -> document)."""
+    invalid, nxt, eligible, normalized = {}, {}, [], {}
+    for i, doc in docs.items():
+        try:
+            out = _td_model.normalize(copy.deepcopy(doc))
+        except SpecError as err:
+            invalid[i] = str(err)
+            continue
+        normalized[i] = out
+        found = _td_model.next_release_fields(out)
+        if found:
+            nxt[i] = sorted(set(found_key[1] for found_key in found))
+        else:
+            eligible.append(i)
+    return invalid, nxt, eligible, normalized
+
+
+def module_options():
+    """The options ecs_task has now (features merged later add some: attributes, bind_paths)."""
+    return set(yaml.safe_load(ecs_task.DOCUMENTATION)['options'])
+
+
+_CONSTRAINT = re.compile(r'attribute:([A-Za-z0-9_.-]+)\s*(==|equals|in|=~|matches)\s*(\[[^\]]*\]|\S+)')
+
+
+def attributes_for(td):
+    """The host attributes a user who places this document on the host declares: for each `attribute:X == v`
+    (or `in [v, ...]`, `=~ v`) of its placement constraints, X = v."""
+    out = {}
+    for constraint in td.get('placementConstraints') or ():
+        for name, op, value in _CONSTRAINT.findall(constraint.get('expression') or ''):
+            if value.startswith('['):
+                value = value.strip('[]').split(',')[0]
+            value = value.strip().strip('\'"')
+            if op in ('=~', 'matches'):
+                value = value.replace('.*', 'x').replace('\\', '')
+            out[name] = value
+    return out
+
+
+def host_paths(td):
+    return [v['host']['sourcePath'] for v in td.get('volumes') or () if (v.get('host') or {}).get('sourcePath')]
+
+
+def missing_devices(td):
+    """The host devices a document gives its containers that this host does not have."""
+    return sorted(set(d['hostPath'] for cd in td.get('containerDefinitions') or ()
+                      for d in (cd.get('linuxParameters') or {}).get('devices') or ()
+                      if not os.path.exists(d['hostPath'])))
+
+
+def host_options(td, options):
+    """What the host of a user of `td` allows (the module's host options)."""
+    args = {'allow_privileged': True}
+    if td.get('networkMode') == 'host':
+        args['allow_host_network'] = True
+    wanted = attributes_for(td)
+    if wanted and 'attributes' in options:
+        args['attributes'] = wanted
+    paths = host_paths(td)
+    if paths and 'bind_paths' in options:
+        args['bind_paths'] = [p for p in paths if 'docker.sock' not in p]
+    return args
+
+
+_FIELD = re.compile(r'task_definition((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)')
+_KEYS = re.compile(r'has keys this collection does not support: ([A-Za-z0-9_, ]+)')
+
+
+def refusal_fields(msg):
+    """The fields a refusal names, without indexes: ['task_definition.containerDefinitions.image'], or one per
+    key of a 'has keys ... does not support: a, b' message; [] when it names none."""
+    found = _FIELD.search(msg or '')
+    if not found:
+        return []
+    where = 'task_definition' + re.sub(r'\[\d+\]', '', found.group(1))
+    keys = _KEYS.search(msg[found.start():])
+    if keys and keys.start() == len(found.group(0)) + 1:
+        return ['%s.%s' % (where, k.strip()) for k in keys.group(1).split(',') if k.strip()]
+    return [where]
+
+
+def crashed(result):
+    text = '%s %s' % (result.get('msg') or '', result.get('exception') or '')
+    return 'MODULE FAILURE' in text or 'Traceback' in text
+
+
+# --- check mode over the corpus -----------------------------------------------------------------------------
+
+_CHECK = {}
+
+
+def check_pass(converge, docs, options):
+    """Every document through ecs_task in check mode: id -> result (memoized: the real converges use it)."""
+    if not _CHECK:
+        for i, doc in docs.items():
+            td = doc if isinstance(doc, dict) else {}
+            args = host_options(td, options)
+            try:
+                result = converge(check=True, task_definition=copy.deepcopy(doc), name='c%s' % i, **args)
+            except Exception as exc:  # pylint: disable=broad-except
+                result = {'failed': True, 'msg': 'Traceback: %s: %s' % (type(exc).__name__, exc)}
+            _CHECK[i] = result
+    return _CHECK
+
+
+def figures_of_check(docs, invalid, nxt, eligible, results):
+    accepted = [i for i in eligible if not results[i].get('failed')]
+    refused = collections.defaultdict(list)
+    for i, r in results.items():
+        if r.get('failed'):
+            for field in refusal_fields(r.get('msg')) or ['(no field named)']:
+                refused[field].append(i)
+    per_field = collections.defaultdict(list)
+    for i, keys in nxt.items():
+        for key in keys:
+            per_field[key].append(i)
+    eligible_refused = collections.defaultdict(list)
+    for i in eligible:
+        if results[i].get('failed'):
+            for field in refusal_fields(results[i].get('msg')) or ['(no field named)']:
+                eligible_refused[field].append(i)
+    lines = [
+        'corpus: %d documents (botocore %s)' % (len(docs), _td_model.model_version()),
+        'invalid by the model: %d %s' % (len(invalid), ' '.join(sorted(invalid))),
+        'next-release fields: %d %s' % (len(nxt), ' '.join(sorted(nxt))),
+    ]
+    lines += ['  %s: %d %s' % (k, len(v), ' '.join(v)) for k, v in sorted(per_field.items())]
+    lines += [
+        'eligible: %d' % len(eligible),
+        'accepted in check mode: %d of %d eligible (%.1f %%; goal %d %%, floor %d) %s' % (
+            len(accepted), len(eligible), 100.0 * len(accepted) / max(1, len(eligible)), ACCEPTED_GOAL * 100,
+            ACCEPTED_FLOOR, ' '.join(accepted)),
+        'refused in check mode, by the field named (all documents):',
+    ]
+    lines += ['  %s: %d %s' % (k, len(v), ' '.join(v)) for k, v in sorted(refused.items())]
+    lines.append('eligible documents refused, by the field named (the gap to %d %%):' % (ACCEPTED_GOAL * 100))
+    lines += ['  %s: %d %s' % (k, len(v), ' '.join(v))
+              for k, v in sorted(eligible_refused.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    return accepted, '\n'.join(lines)
+
+
+def scoped_snapshot(engine, store_path, cluster):
+    snap = host_snapshot(engine, store_path, scope='drover.cluster=%s' % cluster)
+    snap['volumes'] = sorted(v.name for v in engine.volumes.list(filters={'label': 'drover.cluster=%s' % cluster}))
+    return snap
+
+
+def test_every_document_in_check_mode_is_accepted_or_refused_naming_a_field(engine, cluster, converge, store_path):
+    docs = load_corpus()
+    invalid, nxt, eligible = classify(docs)[:3]
+    options = module_options()
+    before = scoped_snapshot(engine, store_path, cluster)
+    results = check_pass(converge, docs, options)
+    after = scoped_snapshot(engine, store_path, cluster)
+    accepted, text = figures_of_check(docs, invalid, nxt, eligible, results)
+    print('\n' + text)
+
+    crashes = dict((i, r.get('msg')) for i, r in results.items() if crashed(r))
+    assert not crashes, 'module crashes: %s\n%s' % (crashes, text)
+    nameless = dict((i, r.get('msg')) for i, r in results.items() if r.get('failed') and not refusal_fields(r.get('msg')))
+    assert not nameless, 'refusals that name no field of the document: %s\n%s' % (nameless, text)
+    for i, msg in invalid.items():
+        r = results[i]
+        assert r.get('failed') and msg in r.get('msg', ''), \
+            '%s is invalid by the model (%s) but ecs_task said: %s' % (i, msg, r.get('msg') or 'accepted')
+    for i, keys in nxt.items():
+        r = results[i]
+        msg = r.get('msg') or ''
+        assert r.get('failed') and 'not supported yet' in msg and any(k in msg for k in keys), \
+            '%s uses %s (a later release) but ecs_task said: %s' % (i, ', '.join(keys), msg or 'accepted')
+    assert before == after, 'check mode changed the host: %s -> %s' % (before, after)
+    assert len(docs) >= 120
+    share = float(len(accepted)) / len(eligible)
+    if share < ACCEPTED_GOAL:
+        print('gap: %d of %d eligible accepted (%.1f %%), %d short of %d %%' % (
+            len(accepted), len(eligible), 100 * share,
+            int(-(-ACCEPTED_GOAL * len(eligible) // 1)) - len(accepted), ACCEPTED_GOAL * 100))
+        assert len(accepted) >= ACCEPTED_FLOOR, text
+    else:
+        assert share >= ACCEPTED_GOAL, text
+
+
+# --- stand-in images ----------------------------------------------------------------------------------------
+
+_SAFE_EXE = re.compile(r'\A[A-Za-z0-9_.+/-]+\Z')
+
+
+def _exe_path(name, workdir):
+    if not name or not _SAFE_EXE.match(name) or name.endswith('/') or '..' in name.split('/'):
+        return None
+    if '/' not in name:
+        return '/bin/' + name
+    return os.path.normpath(name if name.startswith('/') else os.path.join(workdir or '/', name))
+
+
+def executables(cd):
+    """(runs, checks): the paths of what the container runs (its entry point, else its command) and of what
+    its health check runs, as the stand-in image must hold them."""
+    runs, checks = set(), set()
+    entry = [a for a in cd.get('entryPoint') or () if a != '']
+    argv = entry or cd.get('command') or []
+    if argv:
+        path = _exe_path(str(argv[0]), cd.get('workingDirectory'))
+        if path:
+            runs.add(path)
+    test = (cd.get('healthCheck') or {}).get('command') or []
+    first = None
+    if len(test) > 1 and test[0] == 'CMD':
+        first = test[1]
+    elif len(test) > 1 and test[0] == 'CMD-SHELL':
+        try:
+            words = shlex.split(test[1])
+        except ValueError:
+            words = []
+        first = words[0] if words else None
+    if first:
+        path = _exe_path(first, cd.get('workingDirectory'))
+        if path:
+            checks.add(path)
+    return runs, checks
+
+
+def _context(runs, checks):
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode='w') as tar:
+        def add(name, text, mode=0o644):
+            raw = text.encode('utf-8')
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(raw), mode
+            tar.addfile(info, io.BytesIO(raw))
+        add('Dockerfile', 'FROM %s\nCOPY stubs/ /\nCMD ["sleep", "3600"]\nLABEL %s=1\n' % (IMAGE, STANDIN_LABEL))
+        for path in sorted(checks - runs):
+            add('stubs' + path, SUCCEEDS, 0o755)
+        for path in sorted(runs):
+            add('stubs' + path, SLEEPER, 0o755)
+        if not runs and not checks:
+            add('stubs/.corpus-standin', '')
+    data.seek(0)
+    return data
+
+
+def canonical(image):
+    """The engine's name of an image reference: `busybox` and `docker.io/library/busybox:latest` are one."""
+    name = image
+    if '@' not in name and ':' not in name.rsplit('/', 1)[-1]:
+        name += ':latest'
+    for prefix in ('docker.io/', 'index.docker.io/'):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    if name.startswith('library/'):
+        name = name[len('library/'):]
+    return name
+
+
+@pytest.fixture(scope='module')
+def standins(engine):
+    """Builds the stand-in images of a set of documents, once; untags them at the end (a tag another test
+    pointed elsewhere meanwhile is left alone)."""
+    made = {}
+
+    def build(tds):
+        wanted = collections.defaultdict(lambda: (set(), set()))
+        for td in tds:
+            for cd in td['containerDefinitions']:
+                runs, checks = executables(cd)
+                wanted[canonical(cd['image'])][0].update(runs)
+                wanted[canonical(cd['image'])][1].update(checks)
+        for image, (runs, checks) in sorted(wanted.items()):
+            if image in made:
+                continue
+            built = engine.images.build(fileobj=_context(runs, checks), custom_context=True, tag=image,
+                                        pull=False, rm=True, forcerm=True)[0]
+            made[image] = built.id
+        return made
+    yield build
+    for image, image_id in made.items():
+        try:
+            if engine.images.get(image).id == image_id:
+                engine.images.remove(image, noprune=False)
+        except docker.errors.NotFound:
+            pass
+    for image in engine.images.list(filters={'label': STANDIN_LABEL, 'dangling': True}):
+        if image.id in made.values():
+            engine.images.remove(image.id)
+
+
+# --- expected values, one function per ECS field ----------------------------------------------------------
+
+def _env(inspected):
+    return dict(e.split('=', 1) for e in inspected['Config']['Env'] or ())
+
+
+def _mib(value):
+    return int(value) * MIB
+
+
+def _cap(name):
+    return name[4:] if name.startswith('CAP_') else name
+
+
+def expect_image(cd, ctx):
+    return [('image', cd['image'], ctx['c']['Config']['Image'])]
+
+
+def expect_entry_point(cd, ctx):
+    return [('entryPoint', list(cd['entryPoint']), ctx['c']['Config']['Entrypoint'])]
+
+
+def expect_command(cd, ctx):
+    return [('command', [str(a) for a in cd['command']], ctx['c']['Config']['Cmd'])]
+
+
+def expect_environment(cd, ctx):
+    env = _env(ctx['c'])
+    return [('environment.%s' % e['name'], '' if e.get('value') is None else str(e['value']), env.get(e['name']))
+            for e in cd['environment']]
+
+
+def expect_cpu(cd, ctx):
+    return [('cpu', min(max(int(cd['cpu']), 2), 262144) if cd['cpu'] else 0, ctx['c']['HostConfig']['CpuShares'])]
+
+
+def expect_memory(cd, ctx):
+    return [('memory', _mib(cd['memory']), ctx['c']['HostConfig']['Memory'])]
+
+
+def expect_memory_reservation(cd, ctx):
+    return [('memoryReservation', _mib(cd['memoryReservation']), ctx['c']['HostConfig']['MemoryReservation'])]
+
+
+def expect_port_mappings(cd, ctx):
+    mode = ctx['mode']
+    if mode == 'host':
+        return [('portMappings (host network)', 'host', ctx['c']['HostConfig']['NetworkMode'])]
+    published = ctx['net']['HostConfig']['PortBindings'] or {}
+    out = []
+    for p in cd['portMappings']:
+        key = '%s/%s' % (p['containerPort'], p.get('protocol') or 'tcp')
+        bound = published.get(key) or []
+        host = p.get('hostPort') or (p['containerPort'] if mode == 'awsvpc' else None)
+        if host:
+            out.append(('portMappings %s' % key, str(host), bound[0]['HostPort'] if bound else None))
+        else:
+            out.append(('portMappings %s (ephemeral)' % key, True, bool(bound) and bound[0]['HostPort'] in ('', '0')))
+    return out
+
+
+def expect_mount_points(cd, ctx):
+    mounts = dict((m['Destination'], m) for m in ctx['c']['Mounts'])
+    return [('mountPoints %s' % m['containerPath'], not m.get('readOnly', False),
+             mounts[m['containerPath']]['RW'] if m['containerPath'] in mounts else None) for m in cd['mountPoints']]
+
+
+def expect_volumes_from(cd, ctx):
+    got = ctx['c']['HostConfig']['VolumesFrom'] or []
+    return [('volumesFrom %s' % v['sourceContainer'], True,
+             '%s-%s%s' % (ctx['task'], v['sourceContainer'], ':ro' if v.get('readOnly') else '') in got)
+            for v in cd['volumesFrom']]
+
+
+def expect_links(cd, ctx):
+    got = ctx['c']['HostConfig']['Links'] or []
+    me = ctx['c']['Name']
+    out = []
+    for link in cd['links']:
+        target, alias = link.partition(':')[0], link.partition(':')[2]
+        out.append(('links %s' % link, True, '/%s-%s:%s/%s' % (ctx['task'], target, me, alias or target) in got))
+    return out
+
+
+def expect_ulimits(cd, ctx):
+    got = dict((u['Name'], (u['Soft'], u['Hard'])) for u in ctx['c']['HostConfig']['Ulimits'] or ())
+    return [('ulimits.%s' % u['name'], (u['softLimit'], u['hardLimit']), got.get(u['name'])) for u in cd['ulimits']]
+
+
+def expect_user(cd, ctx):
+    return [('user', cd['user'], ctx['c']['Config']['User'])]
+
+
+def expect_working_directory(cd, ctx):
+    return [('workingDirectory', cd['workingDirectory'], ctx['c']['Config']['WorkingDir'])]
+
+
+def expect_hostname(cd, ctx):
+    return [('hostname', cd['hostname'], ctx['c']['Config']['Hostname'])]
+
+
+def expect_dns_servers(cd, ctx):
+    return [('dnsServers', cd['dnsServers'], ctx['c']['HostConfig']['Dns'])]
+
+
+def expect_dns_search_domains(cd, ctx):
+    return [('dnsSearchDomains', cd['dnsSearchDomains'], ctx['c']['HostConfig']['DnsSearch'])]
+
+
+def expect_extra_hosts(cd, ctx):
+    got = ctx['c']['HostConfig']['ExtraHosts'] or []
+    return [('extraHosts %s' % h['hostname'], True, '%s:%s' % (h['hostname'], h['ipAddress']) in got)
+            for h in cd['extraHosts']]
+
+
+def expect_disable_networking(cd, ctx):
+    return [('disableNetworking', bool(cd['disableNetworking']), bool(ctx['c']['Config'].get('NetworkDisabled')))]
+
+
+def expect_docker_labels(cd, ctx):
+    got = ctx['c']['Config']['Labels'] or {}
+    return [('dockerLabels.%s' % k, str(v), got.get(k)) for k, v in cd['dockerLabels'].items()
+            if not k.startswith('drover.')]
+
+
+def expect_privileged(cd, ctx):
+    return [('privileged', bool(cd['privileged']), ctx['c']['HostConfig']['Privileged'])]
+
+
+def expect_readonly_root(cd, ctx):
+    return [('readonlyRootFilesystem', bool(cd['readonlyRootFilesystem']), ctx['c']['HostConfig']['ReadonlyRootfs'])]
+
+
+def expect_security_options(cd, ctx):
+    got = [o.replace('=', ':', 1) for o in ctx['c']['HostConfig']['SecurityOpt'] or ()]
+    return [('dockerSecurityOptions %s' % o, True, o.replace('=', ':', 1) in got) for o in cd['dockerSecurityOptions']]
+
+
+def expect_system_controls(cd, ctx):
+    got = ctx['c']['HostConfig']['Sysctls'] or {}
+    return [('systemControls.%s' % s['namespace'], s['value'], got.get(s['namespace'])) for s in cd['systemControls']]
+
+
+def expect_pseudo_terminal(cd, ctx):
+    return [('pseudoTerminal', bool(cd['pseudoTerminal']), ctx['c']['Config']['Tty'])]
+
+
+def expect_interactive(cd, ctx):
+    return [('interactive', bool(cd['interactive']), ctx['c']['Config']['OpenStdin'])]
+
+
+def expect_health_check(cd, ctx):
+    hc = cd['healthCheck']
+    got = ctx['c']['Config'].get('Healthcheck') or {}
+    want = {'Test': list(hc['command']), 'Interval': hc.get('interval', 30) * NANO,
+            'Timeout': hc.get('timeout', 5) * NANO, 'Retries': hc.get('retries', 3),
+            'StartPeriod': hc.get('startPeriod', 0) * NANO}
+    return [('healthCheck.%s' % k, v, got.get(k)) for k, v in sorted(want.items())]
+
+
+def expect_stop_timeout(cd, ctx):
+    return [('stopTimeout', cd['stopTimeout'], ctx['c']['Config'].get('StopTimeout'))]
+
+
+def expect_start_timeout(cd, ctx):
+    return [('startTimeout', str(cd['startTimeout']), (ctx['c']['Config']['Labels'] or {}).get('drover.start-timeout'))]
+
+
+def expect_essential(cd, ctx):
+    return [('essential', 'true' if cd['essential'] else 'false',
+             (ctx['c']['Config']['Labels'] or {}).get('drover.essential'))]
+
+
+def expect_name(cd, ctx):
+    return [('name', '/%s-%s' % (ctx['task'], cd['name']), ctx['c']['Name'])]
+
+
+def expect_log_configuration(cd, ctx):
+    log = cd['logConfiguration']
+    driver = dict(ctx['log_map']).get(log['logDriver'], log['logDriver'])
+    options = log.get('options') or {} if driver == log['logDriver'] else {}
+    got = ctx['c']['HostConfig']['LogConfig']
+    return [('logConfiguration.logDriver', driver, got['Type'])] + [
+        ('logConfiguration.options.%s' % k, v, (got.get('Config') or {}).get(k)) for k, v in sorted(options.items())]
+
+
+def expect_capabilities(cd, ctx):
+    caps = cd['linuxParameters']['capabilities']
+    add = set(_cap(c) for c in ctx['c']['HostConfig']['CapAdd'] or ())
+    drop = set(_cap(c) for c in ctx['c']['HostConfig']['CapDrop'] or ())
+    return ([('capabilities.add %s' % c, True, c in add) for c in caps.get('add') or ()] +
+            [('capabilities.drop %s' % c, True, c in drop) for c in caps.get('drop') or ()])
+
+
+def expect_devices(cd, ctx):
+    got = dict((d['PathOnHost'], d) for d in ctx['c']['HostConfig']['Devices'] or ())
+    out = []
+    for d in cd['linuxParameters']['devices']:
+        perms = ''.join(p[0] for p in ('read', 'write', 'mknod') if p in (d.get('permissions') or ('read', 'write', 'mknod')))
+        dev = got.get(d['hostPath']) or {}
+        out.append(('devices %s' % d['hostPath'], (d.get('containerPath') or d['hostPath'], perms),
+                    (dev.get('PathInContainer'), dev.get('CgroupPermissions'))))
+    return out
+
+
+def expect_init(cd, ctx):
+    return [('initProcessEnabled', bool(cd['linuxParameters']['initProcessEnabled']),
+             bool(ctx['c']['HostConfig'].get('Init')))]
+
+
+def expect_shm(cd, ctx):
+    return [('sharedMemorySize', _mib(cd['linuxParameters']['sharedMemorySize']), ctx['c']['HostConfig']['ShmSize'])]
+
+
+def expect_tmpfs(cd, ctx):
+    got = ctx['c']['HostConfig']['Tmpfs'] or {}
+    return [('tmpfs %s' % t['containerPath'], True, 'size=%dm' % t['size'] in (got.get(t['containerPath']) or ''))
+            for t in cd['linuxParameters']['tmpfs']]
+
+
+def expect_max_swap(cd, ctx):
+    return [('maxSwap', _mib(cd['memory']) + _mib(cd['linuxParameters']['maxSwap']),
+             ctx['c']['HostConfig']['MemorySwap'])]
+
+
+def expect_swappiness(cd, ctx):
+    return [('swappiness', cd['linuxParameters']['swappiness'], ctx['c']['HostConfig']['MemorySwappiness'])]
+
+
+# ECS container field (linuxParameters members by their path) -> its expected values in `docker inspect`.
+EXPECT = collections.OrderedDict([
+    ('name', expect_name), ('image', expect_image), ('essential', expect_essential),
+    ('entryPoint', expect_entry_point), ('command', expect_command), ('environment', expect_environment),
+    ('cpu', expect_cpu), ('memory', expect_memory), ('memoryReservation', expect_memory_reservation),
+    ('portMappings', expect_port_mappings), ('mountPoints', expect_mount_points),
+    ('volumesFrom', expect_volumes_from), ('links', expect_links), ('ulimits', expect_ulimits),
+    ('user', expect_user), ('workingDirectory', expect_working_directory), ('hostname', expect_hostname),
+    ('dnsServers', expect_dns_servers), ('dnsSearchDomains', expect_dns_search_domains),
+    ('extraHosts', expect_extra_hosts), ('disableNetworking', expect_disable_networking),
+    ('dockerLabels', expect_docker_labels), ('privileged', expect_privileged),
+    ('readonlyRootFilesystem', expect_readonly_root), ('dockerSecurityOptions', expect_security_options),
+    ('systemControls', expect_system_controls), ('pseudoTerminal', expect_pseudo_terminal),
+    ('interactive', expect_interactive), ('healthCheck', expect_health_check),
+    ('stopTimeout', expect_stop_timeout), ('startTimeout', expect_start_timeout),
+    ('logConfiguration', expect_log_configuration),
+    ('linuxParameters.capabilities', expect_capabilities), ('linuxParameters.devices', expect_devices),
+    ('linuxParameters.initProcessEnabled', expect_init), ('linuxParameters.sharedMemorySize', expect_shm),
+    ('linuxParameters.tmpfs', expect_tmpfs), ('linuxParameters.maxSwap', expect_max_swap),
+    ('linuxParameters.swappiness', expect_swappiness),
+])
+
+
+def _cpu_units(value):
+    text = str(value).strip().lower()
+    found = re.match(r'\A([0-9.]+)\s*vcpu\Z', text)
+    return int(round(float(found.group(1)) * 1024)) if found else int(float(text))
+
+
+def _memory_mib(value):
+    text = str(value).strip().lower()
+    found = re.match(r'\A([0-9.]+)\s*gb\Z', text)
+    return int(round(float(found.group(1)) * 1024)) if found else int(float(text))
+
+
+def _cgroup_value(parent, controller, files):
+    for base in ('/sys/fs/cgroup/%s' % controller, '/sys/fs/cgroup'):
+        for name in files:
+            path = os.path.join(base, parent.lstrip('/'), name)
+            if os.path.exists(path):
+                with open(path, encoding='ascii') as f:
+                    return f.read().strip()
+    return None
+
+
+def expect_task_memory(td, ctx):
+    parent = ctx['c']['HostConfig'].get('CgroupParent') or ''
+    got = _cgroup_value(parent, 'memory', ('memory.max', 'memory.limit_in_bytes')) if parent else None
+    return [('memory (task)', str(_mib(_memory_mib(td['memory']))), got)]
+
+
+def expect_task_cpu(td, ctx):
+    parent = ctx['c']['HostConfig'].get('CgroupParent') or ''
+    want = _cpu_units(td['cpu']) / 1024.0
+    got = None
+    if parent:
+        both = _cgroup_value(parent, 'cpu', ('cpu.max',))
+        if both:
+            quota, period = both.split()[:2]
+        else:
+            quota = _cgroup_value(parent, 'cpu', ('cpu.cfs_quota_us',))
+            period = _cgroup_value(parent, 'cpu', ('cpu.cfs_period_us',))
+        if quota and period and quota != 'max' and int(quota) > 0:
+            got = round(int(quota) / float(period), 3)
+    return [('cpu (task)', round(want, 3), got)]
+
+
+def expect_network_mode(td, ctx):
+    mode = td.get('networkMode') or 'bridge'
+    got = ctx['c']['HostConfig']['NetworkMode']
+    if mode == 'awsvpc':
+        return [('networkMode awsvpc (a holder\'s namespace)', True, got.startswith('container:'))]
+    bridge = ('bridge', 'default')          # the engine's two names of its default bridge network
+    return [('networkMode', bridge if mode in bridge else mode, bridge if got in bridge else got)]
+
+
+def _mode_check(field, key):
+    def check(td, ctx):
+        got = ctx['c']['HostConfig'][key] or ''
+        if td[field] == 'host':
+            return [(field, 'host', got)]
+        if td[field] == 'task':
+            return [('%s (shared by the task)' % field, True, got.startswith('container:') or got == 'shareable')]
+        return [(field, td[field], got or 'none')]
+    return check
+
+
+def expect_task_role(td, ctx):
+    labels = ctx['c']['Config']['Labels'] or {}
+    return [('taskRoleArn', td['taskRoleArn'], labels.get('drover.task-role')),
+            ('taskRoleArn credentials URI', True, 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI' in _env(ctx['c']))]
+
+
+TASK_EXPECT = collections.OrderedDict([
+    ('networkMode', expect_network_mode), ('memory', expect_task_memory), ('cpu', expect_task_cpu),
+    ('pidMode', _mode_check('pidMode', 'PidMode')), ('ipcMode', _mode_check('ipcMode', 'IpcMode')),
+    ('taskRoleArn', expect_task_role),
+])
+
+
+def declared_fields(td):
+    """The fields a normalized document declares: task-level keys, container keys (linuxParameters members by
+    their path, portMappings members too)."""
+    out = set(k for k in td if k != 'containerDefinitions')
+    for cd in td['containerDefinitions']:
+        for key, value in cd.items():
+            if key == 'linuxParameters':
+                out.update('linuxParameters.%s' % k for k in value)
+            elif key == 'portMappings':
+                out.add('containerDefinitions.portMappings')
+                out.update('containerDefinitions.portMappings.%s' % k for p in value for k in p
+                           if k not in ('containerPort', 'hostPort', 'protocol'))
+            else:
+                out.add('containerDefinitions.%s' % key)
+    return out
+
+
+def verify(engine, name, td, log_map):
+    """(checks, failures, unchecked) for one converged task: every declared field against inspect."""
+    checks, failures = [], []
+    unchecked = set()
+    for field in declared_fields(td):
+        bare = field.split('containerDefinitions.', 1)[-1]
+        if field in NO_EFFECT or field in TASK_EXPECT or bare in EXPECT:
+            continue
+        unchecked.add(field)
+    mode = td.get('networkMode') or 'bridge'
+    for cd in td['containerDefinitions']:
+        try:
+            c = engine.api.inspect_container('%s-%s' % (name, cd['name']))
+        except docker.errors.NotFound:
+            failures.append('%s/%s: no container %s-%s' % (name, cd['name'], name, cd['name']))
+            continue
+        net = c
+        if c['HostConfig']['NetworkMode'].startswith('container:'):
+            net = engine.api.inspect_container(c['HostConfig']['NetworkMode'].split(':', 1)[1])
+        ctx = {'c': c, 'net': net, 'task': name, 'mode': mode, 'log_map': log_map}
+        made = []
+        for key, expect in EXPECT.items():
+            value = cd.get(key) if '.' not in key else (cd.get('linuxParameters') or {}).get(key.split('.', 1)[1])
+            if value is None or (key == 'cpu' and value == 0):
+                continue
+            made.extend(expect(cd, ctx))
+        for key, expect in TASK_EXPECT.items():
+            if td.get(key) is not None or key == 'networkMode':
+                made.extend(expect(td, ctx))
+        for field, want, got in made:
+            checks.append((cd['name'], field))
+            if want != got and not (isinstance(want, tuple) and got in want):
+                failures.append('%s/%s %s: expected %r, inspect has %r' % (name, cd['name'], field, want, got))
+    return checks, failures, unchecked
+
+
+# --- real converges -----------------------------------------------------------------------------------------
+
+def _fixed_ports(td):
+    mode = td.get('networkMode') or 'bridge'
+    out = set()
+    for cd in td['containerDefinitions']:
+        for p in cd.get('portMappings') or ():
+            port = p.get('hostPort') or (p['containerPort'] if mode in ('awsvpc', 'host') else None)
+            if port:
+                out.add((port, p.get('protocol') or 'tcp'))
+    return out
+
+
+def batches(ids, tds):
+    """Documents in groups that can run side by side: no host port twice, and one set of host attributes."""
+    groups = []
+    for i in ids:
+        ports, attrs = _fixed_ports(tds[i]), attributes_for(tds[i])
+        for group in groups:
+            if not (group['ports'] & ports) and all(group['attrs'].get(k, v) == v for k, v in attrs.items()):
+                group['ids'].append(i)
+                group['ports'] |= ports
+                group['attrs'].update(attrs)
+                break
+        else:
+            groups.append({'ids': [i], 'ports': set(ports), 'attrs': dict(attrs)})
+    return groups
+
+
+def leftovers(engine, cluster, store_path, netns_before, cgroups):
+    """What the purged tasks left: containers of the cluster (holders too), volumes, netns, cgroup dirs, rows."""
+    left = ['container %s' % c.name for c in engine.containers.list(
+        all=True, filters={'label': 'drover.cluster=%s' % cluster})]
+    left += ['volume %s' % v.name for v in engine.volumes.list(filters={'label': 'drover.cluster=%s' % cluster})]
+    left += ['netns %s' % n for n in set(netns_list()) - set(netns_before) if n.startswith('drover-')]
+    for parent in sorted(cgroups):
+        for controller in ('memory', 'cpu', ''):
+            path = os.path.join('/sys/fs/cgroup', controller, parent.lstrip('/'))
+            if os.path.isdir(path):
+                left.append('cgroup %s' % path)
+    rows = (host_snapshot(engine, store_path)['store'] or {}).get('tasks') or []
+    left += ['store row %s' % (r,) for r in rows]
+    return left
+
+
+def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engine, cluster, converge, store_path,
+                                                                            standins):  # pylint: disable=redefined-outer-name
+    docs = load_corpus()
+    eligible, normalized = classify(docs)[2:]
+    options = module_options()
+    results = check_pass(converge, docs, options)
+    accepted = [i for i in eligible if not results[i].get('failed')]
+    binds = [i for i in accepted if host_paths(normalized[i])]
+    devices = [i for i in accepted if i not in binds and missing_devices(normalized[i])]
+    digests = [i for i in accepted if any('@' in cd['image'] for cd in normalized[i]['containerDefinitions'])]
+    real = [i for i in accepted if i not in binds and i not in devices and i not in digests]
+    started = time.time()
+    standins([normalized[i] for i in real])
+    built = time.time() - started
+    log_map = ecs_task_log_map()
+    netns_before = netns_list()
+    checks, failures, unchecked, not_running, cgroups = [], [], {}, [], set()
+    groups = batches(real, normalized)
+    for group in groups:
+        args = {'allow_privileged': True}
+        if any(normalized[i].get('networkMode') == 'host' for i in group['ids']):
+            args['allow_host_network'] = True
+        if group['attrs'] and 'attributes' in options:
+            args['attributes'] = group['attrs']
+        tasks = [{'name': 'c%s' % i, 'task_definition': copy.deepcopy(docs[i]), 'pull': 'never'} for i in group['ids']]
+        r = converge(tasks=tasks, **args)
+        assert not r.failed and not crashed(r), 'converge of %s: %s' % (group['ids'], r.get('msg'))
+        time.sleep(1)
+        for view in r['tasks']:
+            statuses = dict((c.name, c.status) for c in engine.containers.list(
+                all=True, filters={'label': ['drover.cluster=%s' % cluster, 'drover.task=%s' % view['name']]}))
+            if view['last_status'] != 'RUNNING' or any(s != 'running' for s in statuses.values()):
+                not_running.append('%s: %s %s %s' % (view['name'], view['last_status'], view.get('stopped_reason'),
+                                                     statuses))
+        for i in group['ids']:
+            made, failed, missed = verify(engine, 'c%s' % i, normalized[i], log_map)
+            checks.extend((i,) + m for m in made)
+            failures.extend(failed)
+            for field in missed:
+                unchecked.setdefault(field, []).append(i)
+            for c in engine.containers.list(all=True, filters={'label': ['drover.cluster=%s' % cluster,
+                                                                         'drover.task=c%s' % i]}):
+                if c.attrs['HostConfig'].get('CgroupParent'):
+                    cgroups.add(c.attrs['HostConfig']['CgroupParent'])
+        purged = converge(tasks=[], purge=True)
+        assert not purged.failed, purged.get('msg')
+    elapsed = time.time() - started
+    left = leftovers(engine, cluster, store_path, netns_before, cgroups)
+    fields = collections.Counter(check[2].split(' ')[0].split('.')[0] for check in checks)
+    text = '\n'.join([
+        'real converges: %d documents in %d calls, %.1f s (stand-in images %.1f s) %s' % (
+            len(real), len(groups), elapsed, built, ' '.join(real)),
+        'needs AWS to converge: 0 (task roles are registrations; pull never on present stand-ins)',
+        'not converged for real, host path binds: %d %s (%s)' % (
+            len(binds), ' '.join(binds), ', '.join(sorted(set(p for i in binds for p in host_paths(normalized[i]))))),
+        'not converged for real, a host device this host lacks: %d %s (%s)' % (
+            len(devices), ' '.join(devices), ', '.join(sorted(set(sum((missing_devices(normalized[i])
+                                                                       for i in devices), []))))),
+        'not converged for real, an image by digest (no stand-in can have it): %d %s' % (
+            len(digests), ' '.join(digests)),
+        'fields checked in inspect: %d checks, %d fields: %s' % (
+            len(checks), len(fields), ', '.join('%s %d' % kv for kv in sorted(fields.items()))),
+        'declared fields with no expected value: %s' % (dict(unchecked) or 'none'),
+        'not running after the converge: %s' % (not_running or 'none'),
+        'leaks: %d %s' % (len(left), left),
+    ])
+    print('\n' + text)
+    assert real, 'no document converged for real\n' + text
+    assert not not_running, text
+    assert not failures, 'inspect disagrees with the document:\n%s\n%s' % ('\n'.join(failures), text)
+    assert not unchecked, text
+    assert left == [], text
+    assert elapsed < REAL_BUDGET_S, text
+
+
+def ecs_task_log_map():
+    """The module's default log_driver_map (awslogs -> local...), as a user leaves it."""
+    return yaml.safe_load(ecs_task.DOCUMENTATION)['options']['log_driver_map']['default']
