@@ -16,6 +16,7 @@ import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils._container_settings import SETTINGS
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name, netns_name
+from ansible_collections.drover.fleet.plugins.module_utils._task_level import engine_volume
 
 from helpers import IMAGE, host_snapshot, netns_list, task_containers, warnings_of
 
@@ -28,9 +29,6 @@ TERMINATES = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
 # Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py): the container's identity,
 # whether the task stops with it, its GPUs.
 ELSEWHERE = ('name', 'image', 'essential', 'gpu')
-# mount_points binds a volume of the task, and a task declares no volumes yet (ecs_task has no `volumes`, and
-# a task definition's non-empty `volumes` is refused): it cannot take effect; its refusal is asserted below.
-NO_EFFECT_YET = ('mount_points',)
 
 
 # --- the cases -------------------------------------------------------------------------------------------
@@ -103,6 +101,16 @@ CASES = [
          {'HostConfig.CapAdd': ['SYS_PTRACE'], 'HostConfig.CapDrop': ['CHOWN', 'NET_RAW']},
          {'capabilities': {'add': ['NET_RAW']}}, linux(capabilities={'add': ['NET_RAW']}),
          {'HostConfig.CapAdd': ['NET_RAW'], 'HostConfig.CapDrop': None}),
+    # A volume of the task (no configuration: an engine volume of the task's own), mounted by name.
+    case('mount_points', {'mount_points': [{'source_volume': 'data', 'container_path': '/data'}]},
+         {'mountPoints': [{'sourceVolume': 'data', 'containerPath': '/data'}]},
+         {'HostConfig.Binds': lambda got, task: got == ['%s:/data' % task_volume(task)],
+          'Mounts': lambda got, task: [(m['Type'], m['Name'], m['Destination'], m['RW']) for m in got] ==
+          [('volume', task_volume(task), '/data', True)]},
+         {'mount_points': [{'source_volume': 'data', 'container_path': '/data', 'read_only': True}]},
+         {'mountPoints': [{'sourceVolume': 'data', 'containerPath': '/data', 'readOnly': True}]},
+         {'HostConfig.Binds': lambda got, task: got == ['%s:/data:ro' % task_volume(task)]},
+         args={'volumes': [{'name': 'data'}]}),
     case('volumes_from', {'volumes_from': [{'source_container': 'db', 'read_only': True}]},
          {'volumesFrom': [{'sourceContainer': 'db', 'readOnly': True}]},
          {'HostConfig.VolumesFrom': lambda got, task: got == ['%s-db:ro' % task]},
@@ -224,12 +232,17 @@ CASES = [
 def test_every_setting_has_a_case():
     """A row added to SETTINGS without a case here fails this test."""
     covered = set(p.values[0].option for p in CASES)
-    with_effect = set(s.option for s in SETTINGS) - set(ELSEWHERE) - set(NO_EFFECT_YET)
+    with_effect = set(s.option for s in SETTINGS) - set(ELSEWHERE)
     assert with_effect - covered == set()
     assert covered - with_effect == set()
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
+def task_volume(task):
+    """The engine volume of the task's volume `data` (the task's cluster is its name, in these tests)."""
+    return engine_volume(task, task, 'data')
+
 
 def dig(info, path):
     for part in path.split('.'):
@@ -259,6 +272,14 @@ def declaration(form, task, main, peers, which):
     return {'task_definition': {'family': task, 'containerDefinitions': containers}}
 
 
+def with_args(form, declared, args):
+    """More module options; the task's volumes go into a task definition (ECS `volumes`)."""
+    out = dict(declared, **args)
+    if form == 'ecs' and 'volumes' in out:
+        out['task_definition'] = dict(out['task_definition'], volumes=out.pop('volumes'))
+    return out
+
+
 def ids_of(result):
     return dict((c['name'], c['runtime_id']) for c in result['task']['containers'])
 
@@ -269,11 +290,21 @@ def scope(cluster):
 
 # --- every setting ---------------------------------------------------------------------------------------
 
+@pytest.fixture
+def task_volumes(engine, cluster):
+    """The engine volumes of this test's tasks go afterwards (the containers that use them first)."""
+    yield
+    for c in engine.containers.list(all=True, filters={'label': scope(cluster)}):
+        c.remove(force=True)
+    for v in engine.volumes.list(filters={'label': scope(cluster)}):
+        v.remove(force=True)
+
+
 @pytest.mark.parametrize('form', ['native', 'ecs'])
 @pytest.mark.parametrize('c', CASES)
-def test_setting_on_the_engine(engine, cluster, converge, store_path, c, form):
+def test_setting_on_the_engine(engine, cluster, converge, store_path, task_volumes, c, form):
     task = cluster                      # container names are the engine's, across clusters: our own
-    args = dict(declaration(form, task, (c.native, c.ecs), c.peers, 'a'), **c.args)
+    args = with_args(form, declaration(form, task, (c.native, c.ecs), c.peers, 'a'), c.args)
     # 1. check mode: changed, nothing made
     check = converge(check=True, **args)
     assert not check.failed, check.get('msg')
@@ -298,7 +329,7 @@ def test_setting_on_the_engine(engine, cluster, converge, store_path, c, form):
     check2 = converge(check=True, **args)
     assert not check2['changed'] and ids_of(check2) == ids
     # 3. a changed value: every container of the task replaced, the new value in inspect
-    args_b = dict(declaration(form, task, (c.native_b, c.ecs_b), c.peers, 'b'), **c.args)
+    args_b = with_args(form, declaration(form, task, (c.native_b, c.ecs_b), c.peers, 'b'), c.args)
     before = host_snapshot(engine, store_path, scope(cluster))
     would = converge(check=True, **args_b)
     assert would['changed'] and host_snapshot(engine, store_path, scope(cluster)) == before
