@@ -401,7 +401,7 @@ class Pass:
             if uuids and self.ledger.adopt('%s/%s' % (self.gpu_task(decl), name), self.gpu_task(decl), uuids)[1]:
                 self.engine.remove(obs['id'])
                 del kept[name]
-        for spec in decl.containers:
+        for spec in settings.start_order(decl.containers):
             obs = kept.get(spec.name)
             if obs is not None:
                 try:
@@ -456,7 +456,8 @@ class Pass:
             self._teardown_level(decl)
             self._teardown_network(decl)
             return self._failed_views(decl), reason, None
-        return views, None, netview
+        declared = [c.name for c in decl.containers]
+        return sorted(views, key=lambda v: declared.index(v['name'])), None, netview
 
     @staticmethod
     def _names(decl):
@@ -508,7 +509,7 @@ class Pass:
         events = list(plan.events)
         changed = plan.changed
         if not self.check_mode:
-            for obs in reversed(plan.remove):
+            for obs in stop_order(plan.remove):
                 self._stop(obs)
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
@@ -569,6 +570,13 @@ class Pass:
             return False
         record['network'] = view
         return bool(set(steps) - {'allocate'})
+
+
+def stop_order(observed):
+    """A run's containers in the order they stop: the last started first, so that one stops before the
+    containers it links to or takes volumes from. The engine lists the newest first; `created` (whole
+    seconds) keeps that order whatever order the listing came in, and within one second the listing's."""
+    return sorted(observed, key=lambda o: -(o.get('created') or 0))
 
 
 def _with_exit_codes(engine, grouped, keys):

@@ -262,7 +262,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
             out.append(spec)
         containers = tuple(out)
         settings.check_references(containers, containers_field, network_mode,
-                                  set(v.name for v in level['volumes'] or ()))
+                                  set(v.name for v in level['volumes'] or ()),
+                                  ecs=raw.get('task_definition') is not None)
         _check_sizes(containers, containers_field, level, name, raw.get('task_definition') is not None)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
