@@ -197,8 +197,8 @@ def ports(value, field, network_mode):
         raise SpecError('%s must be a list of port mappings' % field)
     if not value:
         return ()
-    if network_mode not in ('bridge', 'awsvpc'):
-        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
+    if network_mode not in ('bridge', 'awsvpc', 'host'):
+        raise SpecError('%s is only supported with network_mode bridge, awsvpc or host, not %s' % (field, network_mode))
     out = []
     seen = set()
     for i, item in enumerate(value):
@@ -215,13 +215,15 @@ def ports(value, field, network_mode):
         cport = whole(item['container_port'], where + '.container_port', 1, 65535)
         hport = item.get('host_port')
         hport = None if hport in (None, 0) else whole(hport, where + '.host_port', 1, 65535)
-        if network_mode == 'awsvpc':
-            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
-            # left out (then it is the container port) or equal to it.
+        if network_mode in ('awsvpc', 'host'):
+            # As AWS has it: the task's own namespace publishes a port on the same number (awsvpc), or the
+            # container listens on the host's own port (host), so host_port is left out (then it is the container
+            # port) or equal to it.
             if hport is not None and hport != cport:
-                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
-                                'port is published on the same host port (leave host_port out, or give %d), as '
-                                'AWS requires' % (where, hport, cport, cport))
+                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode %s a '
+                                'port is %s on the same host port (leave host_port out, or give %d), as '
+                                'AWS requires' % (where, hport, cport, network_mode,
+                                                  'published' if network_mode == 'awsvpc' else 'the host\'s', cport))
             hport = cport
         proto = item.get('protocol') or 'tcp'
         if proto not in PROTOCOLS:

@@ -72,7 +72,7 @@ def test_spec_hash_ignores_restart_and_pull():
     ({'name': 'web', 'containers': []}, ('containers', 'required')),
     ({'name': 'web'}, ('containers', 'required')),
     ({'name': 'web', 'purge': True, 'containers': [{'name': 'a', 'image': IMG}]}, ('purge', 'tasks')),
-    ({'name': 'web', 'network_mode': 'host', 'containers': [
+    ({'name': 'web', 'network_mode': 'none', 'containers': [
         {'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 80}]}]}, ('port_mappings', 'bridge')),
     ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 70000}]}]},
      ('port_mappings[0].container_port', 'at most 65535')),
