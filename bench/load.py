@@ -68,6 +68,14 @@ def run_module(name, args, work, tag):
     return seconds, peak / 1024.0, result
 
 
+def report(out, path):
+    """Print the figures, and write them to `path` (JSON) when one is given."""
+    print(json.dumps(out, indent=2))
+    if path:
+        with open(path, 'w') as handle:
+            json.dump(out, handle, indent=2)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--tasks', type=int, default=200)
@@ -161,10 +169,7 @@ def main(argv=None):
             proxy.stop()
             client.close()
             shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(out, indent=2))
-    if args.json:
-        with open(args.json, 'w') as handle:
-            json.dump(out, handle, indent=2)
+    report(out, args.json)
     return 0
 
 

@@ -19,7 +19,6 @@ Everything is removed at the end (purge).
 from __future__ import absolute_import, division, print_function
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -29,7 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from load import IMAGE, run_module  # noqa: E402
+from load import IMAGE, report, run_module  # noqa: E402
 
 
 def task_definition(i, task_size=True):
@@ -108,10 +107,7 @@ def main(argv=None):
     for key, values in times.items():
         out[key] = {'median_s': round(statistics.median(values), 3), 'runs': [round(v, 3) for v in values]}
     out['ratio_td_to_plain'] = round(out['td_noop']['median_s'] / out['plain_noop']['median_s'], 3)
-    print(json.dumps(out, indent=2))
-    if args.json:
-        with open(args.json, 'w') as handle:
-            json.dump(out, handle, indent=2)
+    report(out, args.json)
     return 0
 
 

@@ -176,7 +176,8 @@ options:
             type: bool
       volumes_from:
         description:
-        - Mount every volume of another container of the task (Docker's C(--volumes-from)).
+        - Mount every volume of another container of the task (Docker's C(--volumes-from)); that container is started
+          first.
         - ECS C(volumesFrom).
         type: list
         elements: dict
@@ -195,7 +196,7 @@ options:
       links:
         description:
         - Other containers of the task this one reaches by name, each V(name) or V(name:alias) (Docker's C(--link)); with
-          O(network_mode=bridge) only.
+          O(network_mode=bridge) only. They are started first (containers that need each other in a cycle are refused).
         - ECS C(links).
         type: list
         elements: str
@@ -293,7 +294,8 @@ options:
         type: bool
       docker_labels:
         description:
-        - Labels of the container. The collection's own C(drover.*) labels always win over one of the same name.
+        - 'Labels of the container. Names that start with C(drover.) are the collection''s own (it reads them back to
+          know its containers): one given here is left out, with a warning.'
         - ECS C(dockerLabels).
         type: dict
       privileged:

@@ -401,7 +401,7 @@ class Pass:
             if uuids and self.ledger.adopt('%s/%s' % (self.gpu_task(decl), name), self.gpu_task(decl), uuids)[1]:
                 self.engine.remove(obs['id'])
                 del kept[name]
-        for spec in decl.containers:
+        for spec in settings.start_order(decl.containers):
             obs = kept.get(spec.name)
             if obs is not None:
                 try:
@@ -439,7 +439,7 @@ class Pass:
             try:
                 cid = self.engine.create(
                     container_name(decl, spec), spec.image, more_labels, environment=environment,
-                    ports=spec.port_mappings if decl.network is None else None, network_mode=network_mode,
+                    ports=spec.port_mappings if decl.network is None and decl.network_mode != 'host' else None, network_mode=network_mode,
                     device_requests=device_requests, config=config, host=host)
                 made.append(cid)
                 self.engine.start(cid)
@@ -456,7 +456,8 @@ class Pass:
             self._teardown_level(decl)
             self._teardown_network(decl)
             return self._failed_views(decl), reason, None
-        return views, None, netview
+        declared = [c.name for c in decl.containers]
+        return sorted(views, key=lambda v: declared.index(v['name'])), None, netview
 
     @staticmethod
     def _names(decl):
@@ -508,7 +509,7 @@ class Pass:
         events = list(plan.events)
         changed = plan.changed
         if not self.check_mode:
-            for obs in reversed(plan.remove):
+            for obs in stop_order(plan.remove):
                 self._stop(obs)
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
@@ -571,6 +572,13 @@ class Pass:
         return bool(set(steps) - {'allocate'})
 
 
+def stop_order(observed):
+    """A run's containers in the order they stop: the last started first, so that one stops before the
+    containers it links to or takes volumes from. The engine lists the newest first; `created` (whole
+    seconds) keeps that order whatever order the listing came in, and within one second the listing's."""
+    return sorted(observed, key=lambda o: -(o.get('created') or 0))
+
+
 def _with_exit_codes(engine, grouped, keys):
     """Inspect the stopped containers of the tasks in `keys` for their exit codes (running ones need none,
     so a pass with nothing ended makes one engine call: the listing)."""
@@ -588,17 +596,25 @@ def _check_level(tasks, engine):
     not provision are on the engine, one it provisions is not there with another driver, and a sized task has a
     cgroup driver this collection can make its parent cgroup for."""
     running = [t for t in tasks if t.state == 'running']
+    drivers = None
     for decl in running:
-        for vol in decl.volumes:
+        where = (decl.where or {}).get('volumes', 'volumes')
+        for index, vol in enumerate(decl.volumes):
+            if getattr(vol, 'driver', None) not in (None, 'local'):
+                drivers = engine.volume_drivers() if drivers is None else drivers
+                if vol.driver not in drivers:
+                    raise TaskFailure('%s[%d] (%s) of task %s/%s asks for the volume driver %s, which this engine does '
+                                      'not have (its drivers: %s); install the plugin, or use another driver'
+                                      % (where, index, vol.name, decl.cluster, decl.name, vol.driver, ', '.join(drivers)))
             if vol.kind != 'shared':
                 continue
             have = engine.volume(vol.name)
             if have is None and not vol.autoprovision:
-                raise TaskFailure('task %s/%s: volumes %s (scope shared, autoprovision false) names no volume on the '
-                                  'engine: make it, or set autoprovision' % (decl.cluster, decl.name, vol.name))
+                raise TaskFailure('%s[%d] (%s) of task %s/%s (scope shared, autoprovision false) names no volume on the '
+                                  'engine: make it, or set autoprovision' % (where, index, vol.name, decl.cluster, decl.name))
             if have is not None and vol.autoprovision and have['driver'] != vol.driver:
-                raise TaskFailure('task %s/%s: volumes %s (scope shared) is on the engine with the driver %s, not %s'
-                                  % (decl.cluster, decl.name, vol.name, have['driver'], vol.driver))
+                raise TaskFailure('%s[%d] (%s) of task %s/%s (scope shared) is on the engine with the driver %s, not %s'
+                                  % (where, index, vol.name, decl.cluster, decl.name, have['driver'], vol.driver))
     if any(t.cpu or t.memory for t in running):
         driver = engine.cgroups()[0]
         if driver != 'cgroupfs':

@@ -50,6 +50,8 @@ ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 # The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
+# The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
+OWN_LABELS = 'drover.'
 # Health check defaults, as ECS has them (seconds, retries).
 HEALTH_DEFAULTS = (('interval', 30), ('timeout', 5), ('retries', 3), ('start_period', 0))
 NANO = 10 ** 9
@@ -195,8 +197,8 @@ def ports(value, field, network_mode):
         raise SpecError('%s must be a list of port mappings' % field)
     if not value:
         return ()
-    if network_mode not in ('bridge', 'awsvpc'):
-        raise SpecError('%s is only supported with network_mode bridge or awsvpc, not %s' % (field, network_mode))
+    if network_mode not in ('bridge', 'awsvpc', 'host'):
+        raise SpecError('%s is only supported with network_mode bridge, awsvpc or host, not %s' % (field, network_mode))
     out = []
     seen = set()
     for i, item in enumerate(value):
@@ -213,13 +215,15 @@ def ports(value, field, network_mode):
         cport = whole(item['container_port'], where + '.container_port', 1, 65535)
         hport = item.get('host_port')
         hport = None if hport in (None, 0) else whole(hport, where + '.host_port', 1, 65535)
-        if network_mode == 'awsvpc':
-            # As AWS has it: the task's own namespace publishes a port on the same number, so host_port is
-            # left out (then it is the container port) or equal to it.
+        if network_mode in ('awsvpc', 'host'):
+            # As AWS has it: the task's own namespace publishes a port on the same number (awsvpc), or the
+            # container listens on the host's own port (host), so host_port is left out (then it is the container
+            # port) or equal to it.
             if hport is not None and hport != cport:
-                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode awsvpc a '
-                                'port is published on the same host port (leave host_port out, or give %d), as '
-                                'AWS requires' % (where, hport, cport, cport))
+                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode %s a '
+                                'port is %s on the same host port (leave host_port out, or give %d), as '
+                                'AWS requires' % (where, hport, cport, network_mode,
+                                                  'published' if network_mode == 'awsvpc' else 'the host\'s', cport))
             hport = cport
         proto = item.get('protocol') or 'tcp'
         if proto not in PROTOCOLS:
@@ -323,13 +327,15 @@ SETTINGS = (
             U('container_path', 'containerPath', 'str', 'Where it is mounted (an absolute path).', required=True),
             U('read_only', 'readOnly', 'bool', 'Mount it read-only.'))),
     S('volumes_from', 'volumesFrom', 'records', [
-        'Mount every volume of another container of the task (Docker\'s C(--volumes-from)).'], sub=(
+        'Mount every volume of another container of the task (Docker\'s C(--volumes-from)); that container is '
+        'started first.'], sub=(
             U('source_container', 'sourceContainer', 'str', 'The other container\'s name in the task.',
               required=True),
             U('read_only', 'readOnly', 'bool', 'Mount them read-only.')), to='host.volumes_from'),
     S('links', 'links', 'strs', [
         'Other containers of the task this one reaches by name, each V(name) or V(name:alias) (Docker\'s '
-        'C(--link)); with O(network_mode=bridge) only.'], to='host.links', awsvpc=False),
+        'C(--link)); with O(network_mode=bridge) only. They are started first (containers that need each other '
+        'in a cycle are refused).'], to='host.links', awsvpc=False),
     S('ulimits', 'ulimits', 'records', 'Resource limits (Docker\'s C(--ulimit)).', sub=(
         U('name', 'name', 'str', 'The limit.', required=True, choices=list(ULIMITS)),
         U('soft_limit', 'softLimit', 'int', 'The soft limit.', required=True),
@@ -352,7 +358,8 @@ SETTINGS = (
     S('disable_networking', 'disableNetworking', 'bool', 'Run the container without a network; not with '
       'O(network_mode=awsvpc).', to='config.network_disabled', awsvpc=False),
     S('docker_labels', 'dockerLabels', 'map', [
-        'Labels of the container. The collection\'s own C(drover.*) labels always win over one of the same name.'],
+        'Labels of the container. Names that start with C(drover.) are the collection\'s own (it reads them back '
+        'to know its containers): one given here is left out, with a warning.'],
       to=None),
     S('privileged', 'privileged', 'bool', [
         'Run the container privileged: it gets every capability and every device of the host.',
@@ -571,40 +578,45 @@ def _rules(c, at, network_mode, host):
         item = dict(item)
         if item['hard_limit'] < item['soft_limit']:
             raise SpecError('%s (%d) is below its soft limit (%d)'
-                            % (at('ulimits', '%d.hard_limit' % i).replace('.%d.' % i, '[%d].' % i),
-                               item['hard_limit'], item['soft_limit']))
+                            % (_member(at, 'ulimits', i, 'hard_limit'), item['hard_limit'], item['soft_limit']))
     for option in ('mount_points', 'tmpfs', 'devices'):
         for i, item in enumerate(getattr(c, option) or ()):
             item = dict(item)
             path = item.get('container_path')
             if path is not None and not path.startswith('/'):
-                raise SpecError('%s[%d] container path must be absolute, got %r' % (at(option), i, path))
+                raise SpecError('%s must be an absolute path, got %r' % (_member(at, option, i, 'container_path'), path))
             if option == 'devices':
                 if not item['host_path'].startswith('/dev/'):
-                    raise SpecError('%s[%d] host path must be a device under /dev, got %r'
-                                    % (at(option), i, item['host_path']))
+                    raise SpecError('%s must be a device under /dev, got %r'
+                                    % (_member(at, option, i, 'host_path'), item['host_path']))
                 bad = [p for p in item.get('permissions') or () if p not in DEVICE_PERMISSIONS]
                 if bad:
-                    raise SpecError('%s[%d] permissions: %s is not one of %s'
-                                    % (at(option), i, ', '.join(bad), ', '.join(DEVICE_PERMISSIONS)))
+                    raise SpecError('%s %s is not one of %s'
+                                    % (_member(at, option, i, 'permissions'), ', '.join(bad),
+                                       ', '.join(DEVICE_PERMISSIONS)))
             if option == 'tmpfs' and item['size'] < 1:
-                raise SpecError('%s[%d] size must be at least 1 (MiB), got %d' % (at(option), i, item['size']))
+                raise SpecError('%s must be at least 1 (MiB), got %d' % (_member(at, option, i, 'size'), item['size']))
     if c.health_check is not None:
         hc = dict(c.health_check)
         if not hc['command'] or hc['command'][0] not in ('CMD', 'CMD-SHELL', 'NONE'):
-            raise SpecError('%s command must start with CMD, CMD-SHELL or NONE, got %r'
-                            % (at('health_check'), list(hc['command'][:1])))
+            raise SpecError('%s must start with CMD, CMD-SHELL or NONE, got %r'
+                            % (at('health_check', 'command'), list(hc['command'][:1])))
         for key, low, high in (('interval', 5, 300), ('timeout', 2, 60), ('retries', 1, 10), ('start_period', 0, 300)):
             if key in hc and not low <= hc[key] <= high:
                 raise SpecError('%s must be from %d to %d, got %d' % (at('health_check', key), low, high, hc[key]))
+    own = [k for k, v in c.docker_labels or () if k.startswith(OWN_LABELS)]
+    if own:
+        warnings.append('%s: %s %s in the collection\'s own label namespace (%s*): left out of container %s'
+                        % (at('docker_labels'), ', '.join(own), 'is' if len(own) == 1 else 'are', OWN_LABELS,
+                           c.name))
     for i, item in enumerate(c.extra_hosts or ()):
         if not re.match(r'^[0-9a-fA-F.:]+\Z', dict(item)['ip_address']):
-            raise SpecError('%s[%d] address must be an IP address, got %r'
-                            % (at('extra_hosts'), i, dict(item)['ip_address']))
+            raise SpecError('%s must be an IP address, got %r'
+                            % (_member(at, 'extra_hosts', i, 'ip_address'), dict(item)['ip_address']))
     for i, item in enumerate(c.system_controls or ()):
         if not re.match(r'^[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+\Z', dict(item)['namespace']):
-            raise SpecError('%s[%d] namespace %r is not a kernel parameter name (like net.core.somaxconn)'
-                            % (at('system_controls'), i, dict(item)['namespace']))
+            raise SpecError('%s %r is not a kernel parameter name (like net.core.somaxconn)'
+                            % (_member(at, 'system_controls', i, 'namespace'), dict(item)['namespace']))
     return warnings
 
 
@@ -751,7 +763,8 @@ def render(c, task, names, volumes):
     host['cap_add'] = list(c.capabilities.add) or None
     host['cap_drop'] = list(c.capabilities.drop) or None
     if c.docker_labels:
-        labels.update(dict(c.docker_labels))
+        # The collection reads its own labels back (task, credentials, GPUs, grace period): never a declared one.
+        labels.update((k, v) for k, v in c.docker_labels if not k.startswith(OWN_LABELS))
     if c.start_timeout is not None:
         labels['drover.start-timeout'] = str(c.start_timeout)
     return config, host, labels
@@ -804,25 +817,75 @@ def _engine_value(option, value, c, names):
     return value
 
 
-def check_references(containers, field, network_mode, volume_names):
-    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points)."""
+def needs(c):
+    """The containers of the task that must exist before `c` is made: those it links to and those whose
+    volumes it takes (the engine resolves both when it creates `c`)."""
+    out = [link.partition(':')[0] for link in c.links or ()]
+    out.extend(dict(v)['source_container'] for v in c.volumes_from or ())
+    return out
+
+
+def start_order(containers):
+    """The task's containers in the order they are made: each after the ones it needs (links, volumes_from),
+    as ECS's agent orders them; in the order declared otherwise. The references were checked (no cycle)."""
+    done, out = set(), []
+
+    def visit(c, by_name):
+        if c.name in done:
+            return
+        done.add(c.name)
+        for name in needs(c):
+            visit(by_name[name], by_name)
+        out.append(c)
+    by_name = dict((c.name, c) for c in containers)
+    for c in containers:
+        visit(c, by_name)
+    return tuple(out)
+
+
+def check_references(containers, field, network_mode, volume_names, ecs=False):
+    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points):
+    each names another container (or a volume) of the task, and none goes round in a cycle."""
     names = set(c.name for c in containers)
     for i, c in enumerate(containers):
-        where = '%s[%d]' % (field, i)
+        at = _namer('%s[%d]' % (field, i), ecs)
         for j, v in enumerate(c.volumes_from or ()):
             src = dict(v)['source_container']
             if src not in names or src == c.name:
-                raise SpecError('%s.volumes_from[%d].source_container %r is not another container of the task'
-                                % (where, j, src))
+                raise SpecError('%s %r is not another container of the task'
+                                % (_member(at, 'volumes_from', j, 'source_container'), src))
         for j, link in enumerate(c.links or ()):
             target = link.partition(':')[0]
             if target not in names or target == c.name:
-                raise SpecError('%s.links[%d] %r does not name another container of the task' % (where, j, link))
+                raise SpecError('%s[%d] %r does not name another container of the task' % (at('links'), j, link))
         for j, m in enumerate(c.mount_points or ()):
             src = dict(m)['source_volume']
             if src not in volume_names:
-                raise SpecError('%s.mount_points[%d].source_volume %r is not a volume of the task (volumes: %s)'
-                                % (where, j, src, ', '.join(sorted(volume_names)) or 'none'))
+                raise SpecError('%s %r is not a volume of the task (volumes: %s)'
+                                % (_member(at, 'mount_points', j, 'source_volume'), src,
+                                   ', '.join(sorted(volume_names)) or 'none'))
+    by_name = dict((c.name, c) for c in containers)
+    for i, c in enumerate(containers):
+        seen = set()
+        todo = [(c.name, [c.name])]
+        while todo:
+            name, path = todo.pop()
+            for other in needs(by_name[name]):
+                if other == c.name:
+                    at = _namer('%s[%d]' % (field, i), ecs)
+                    raise SpecError('%s and %s go round in a cycle (%s): each needs the other to exist first'
+                                    % (at('links'), at('volumes_from'), ' -> '.join(path + [other])))
+                if other not in seen:
+                    seen.add(other)
+                    todo.append((other, path + [other]))
+
+
+def _member(at, option, index, member):
+    """The name of a member of one item of a list setting: containers[0].volumes_from[1].source_container,
+    or task_definition.containerDefinitions[0].volumesFrom[1].sourceContainer."""
+    whole = at(option, member)
+    head = at(option)
+    return '%s[%d]%s' % (head, index, whole[len(head):])
 
 
 def hashable(c):

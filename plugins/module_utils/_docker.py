@@ -90,12 +90,22 @@ class Engine:
             major = 0
         return major >= 25
 
+    def _info(self):
+        """The engine's info, asked once per connection."""
+        if getattr(self, '_info_cache', None) is None:
+            try:
+                self._info_cache = self.api.info()
+            except Exception as exc:
+                raise EngineError('engine info: %s' % _explain(exc))
+        return self._info_cache
+
+    def volume_drivers(self):
+        """The volume drivers of the engine: 'local' and its volume plugins."""
+        return sorted(set(['local'] + list((self._info().get('Plugins') or {}).get('Volume') or [])))
+
     def cgroups(self):
         """(cgroup driver, cgroup version) of the engine: ('cgroupfs', 1), ('systemd', 2)..."""
-        try:
-            info = self.api.info()
-        except Exception as exc:
-            raise EngineError('engine info: %s' % _explain(exc))
+        info = self._info()
         try:
             version = int(info.get('CgroupVersion') or 1)
         except ValueError:

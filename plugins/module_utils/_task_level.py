@@ -417,4 +417,4 @@ def from_task_definition(td, field):
 def hashable(level):
     """The task level's part of the spec hash: only the fields that are set (so that a task declared without
     any keeps the hash it had before they existed)."""
-    return dict((k, v) for k, v in level.items() if v not in (None, ()))
+    return dict((k, v) for k, v in level.items() if v not in (None, ()) and k != 'where')

@@ -55,8 +55,9 @@ Container = settings.Container
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
     'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings',
-    'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode'))
-Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None)
+    'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode', 'where'))
+# where: each task-level option -> the field it was given in (volumes, or task_definition.volumes), for messages.
+Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None)
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
@@ -200,9 +201,9 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (prefix, network_mode, prefix, td_mode))
             network_mode = td_mode
             mode_field = prefix + 'task_definition.networkMode'
-        if not task_role_arn and td_role:
+        if not task_role_arn and td_role is not None:
             role_fields['task_role_arn'] = prefix + 'task_definition.taskRoleArn'
-        if not execution_role_arn and td_exec:
+        if not execution_role_arn and td_exec is not None:
             role_fields['execution_role_arn'] = prefix + 'task_definition.executionRoleArn'
         task_role_arn = task_role_arn or td_role
         execution_role_arn = execution_role_arn or td_exec
@@ -262,7 +263,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
             out.append(spec)
         containers = tuple(out)
         settings.check_references(containers, containers_field, network_mode,
-                                  set(v.name for v in level['volumes'] or ()))
+                                  set(v.name for v in level['volumes'] or ()),
+                                  ecs=raw.get('task_definition') is not None)
         _check_sizes(containers, containers_field, level, name, raw.get('task_definition') is not None)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
@@ -299,6 +301,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                 warnings=tuple(warnings), cpu=level['cpu'], memory=level['memory'], volumes=level['volumes'] or (),
                 placement_constraints=level['placement_constraints'] or (),
                 runtime_platform=level['runtime_platform'], ipc_mode=level['ipc_mode'], pid_mode=level['pid_mode'],
+                where=level['where'],
                 fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level)))
 
 
@@ -306,7 +309,7 @@ def _level(raw, td_level, prefix, cluster, name, state, host):
     """The task-level fields, from the options or the task definition (not both, unless equal), checked.
     The host's policy and placement are checked for a task that is to run (stopping one is always allowed)."""
     running = state == 'running'
-    out = {}
+    out = {'where': {}}
     for option, ecs in level_mod.LEVEL:
         value, field, ecs_form = raw.get(option), prefix + option, False
         if td_level.get(option) is not None:
@@ -314,6 +317,7 @@ def _level(raw, td_level, prefix, cluster, name, state, host):
                 raise SpecError('%s%s contradicts %stask_definition.%s: give it in one place'
                                 % (prefix, option, prefix, ecs))
             value, field, ecs_form = td_level[option], '%stask_definition.%s' % (prefix, ecs), True
+        out['where'][option] = field
         if value is None or value == [] or value == {} or value == '':
             out[option] = None
         elif option == 'cpu':

@@ -133,3 +133,12 @@ def ansible_env(tmp_path, extra=None):
     )
     env.update(extra or {})
     return env
+
+
+def four_steps(converge, **args):
+    """check -> apply -> again -> check again; returns the four results."""
+    results = [converge(check=check, **args) for check in (True, False, False, True)]
+    for r in results:
+        assert not r.failed, r.get('msg')
+    assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
+    return results

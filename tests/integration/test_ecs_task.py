@@ -8,16 +8,7 @@ import sqlite3
 
 import pytest
 
-from helpers import IMAGE, container, host_snapshot, statuses, store_rows, task_containers, wait_for, warnings_of
-
-
-def four_steps(converge, **args):
-    """check -> apply -> again -> check again; returns the four results."""
-    results = [converge(check=check, **args) for check in (True, False, False, True)]
-    for r in results:
-        assert not r.failed, r.get('msg')
-    assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
-    return results
+from helpers import IMAGE, container, four_steps, host_snapshot, statuses, store_rows, task_containers, wait_for, warnings_of
 
 
 def test_start_in_four_steps(engine, cluster, converge, store_path):

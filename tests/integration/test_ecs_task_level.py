@@ -12,21 +12,13 @@ import uuid
 
 import pytest
 
-from helpers import IMAGE, container, host_snapshot, statuses, task_containers, wait_for, warnings_of
+from helpers import IMAGE, container, four_steps, host_snapshot, statuses, task_containers, wait_for, warnings_of
 
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level
 
 CGROUP = '/sys/fs/cgroup'
 MIB = 1024 * 1024
 NAMES = ('web', 'api', 'job', 'pipe')
-
-
-def four_steps(converge, **args):
-    results = [converge(check=check, **args) for check in (True, False, False, True)]
-    for r in results:
-        assert not r.failed, r.get('msg')
-    assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
-    return results
 
 
 def cgroup_dirs(cluster, names=NAMES):

@@ -117,12 +117,18 @@ def test_an_eni_network_keeps_its_rules_and_defaults():
     refused('awsvpc.address', awsvpc={'eni_mac': MAC})
 
 
-def test_port_mappings_stay_refused_with_host_and_none():
-    for mode in ('host', 'none'):
-        with pytest.raises(SpecError) as err:
-            spec.task_set({'name': 'web', 'network_mode': mode, 'allow_host_network': True,
-                           'containers': ports({'container_port': 80})})
-        assert 'port_mappings' in str(err.value) and mode in str(err.value)
+def test_port_mappings_are_refused_with_none_and_on_the_same_port_with_host():
+    with pytest.raises(SpecError) as err:
+        spec.task_set({'name': 'web', 'network_mode': 'none', 'containers': ports({'container_port': 80})})
+    assert 'port_mappings' in str(err.value) and 'none' in str(err.value)
+    # host: as AWS has it, the container listens on the host's port of the same number
+    t = spec.task_set({'name': 'web', 'network_mode': 'host', 'allow_host_network': True,
+                       'containers': ports({'container_port': 80})})[0][0]
+    assert t.containers[0].port_mappings == (settings.PortMapping(80, 80, 'tcp'),)
+    with pytest.raises(SpecError) as err:
+        spec.task_set({'name': 'web', 'network_mode': 'host', 'allow_host_network': True,
+                       'containers': ports({'container_port': 80, 'host_port': 8080})})
+    assert 'port_mappings[0].host_port 8080 differs from its container_port 80' in str(err.value)
 
 
 # What ENI networks hashed to before networks without an ENI: a run made then is never replaced for it.

@@ -72,7 +72,7 @@ def test_spec_hash_ignores_restart_and_pull():
     ({'name': 'web', 'containers': []}, ('containers', 'required')),
     ({'name': 'web'}, ('containers', 'required')),
     ({'name': 'web', 'purge': True, 'containers': [{'name': 'a', 'image': IMG}]}, ('purge', 'tasks')),
-    ({'name': 'web', 'network_mode': 'host', 'containers': [
+    ({'name': 'web', 'network_mode': 'none', 'containers': [
         {'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 80}]}]}, ('port_mappings', 'bridge')),
     ({'name': 'web', 'containers': [{'name': 'a', 'image': IMG, 'port_mappings': [{'container_port': 70000}]}]},
      ('port_mappings[0].container_port', 'at most 65535')),
@@ -259,6 +259,78 @@ def test_every_setting_is_in_the_argument_spec_the_docs_and_the_hash():
         assert docs[option]['type'] == entry['type'], option
         if 'options' in entry:
             assert sorted(docs[option]['suboptions']) == sorted(entry['options']), option
+
+
+def box(name, **kw):
+    return dict({'name': name, 'image': IMG}, **kw)
+
+
+def test_containers_start_after_the_ones_they_link_to_or_take_volumes_from():
+    t = spec.task_set({'name': 'web', 'containers': [
+        box('main', links=['db:database'], volumes_from=[{'source_container': 'data'}]),
+        box('side'), box('data', links=['db']), box('db')]})[0][0]
+    assert [c.name for c in settings.start_order(t.containers)] == ['db', 'data', 'main', 'side']
+    assert [c.name for c in t.containers] == ['main', 'side', 'data', 'db']       # the declaration's order kept
+
+
+def test_containers_that_need_each_other_are_refused():
+    refused({'name': 'web', 'containers': [box('a', links=['b']), box('b', volumes_from=[{'source_container': 'a'}])]},
+            'containers[0].links', 'containers[0].volumes_from', 'cycle', 'a -> b -> a')
+    refused({'name': 'web', 'containers': [box('a', links=['b']), box('b', links=['c']), box('c', links=['b'])]},
+            'containers[1].links', 'b -> c -> b')
+    cycle = [box('a', volumesFrom=[{'sourceContainer': 'b'}]), box('b', volumesFrom=[{'sourceContainer': 'a'}])]
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': cycle}},
+            'containerDefinitions[0].volumesFrom', 'cycle')
+
+
+def test_references_in_a_task_definition_are_named_as_ecs_names_them():
+    selfish = box('a', volumesFrom=[{'sourceContainer': 'a'}])
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [selfish]}},
+            'task_definition.containerDefinitions[0].volumesFrom[0].sourceContainer')
+    unmounted = box('a', mountPoints=[{'sourceVolume': 'v', 'containerPath': '/v'}])
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [unmounted]}},
+            'task_definition.containerDefinitions[0].mountPoints[0].sourceVolume')
+    refused({'name': 'web', 'containers': [box('a', volumes_from=[{'source_container': 'a'}])]},
+            'containers[0].volumes_from[0].source_container')
+
+
+def test_docker_labels_of_the_collections_namespace_are_left_out_with_a_warning():
+    t = one(containers=[box('main', docker_labels={'team': 'blue', 'drover.cred-id': 'x', 'drover.gpus': 'GPU-1'})])
+    assert len(t.warnings) == 1 and 'containers[0].docker_labels: drover.cred-id, drover.gpus are' in t.warnings[0]
+    labels = settings.render(t.containers[0], 'web', {'main': 'web-main'}, {})[2]
+    assert labels == {'team': 'blue'}
+    assert one(containers=[box('main', docker_labels={'team': 'blue'})]).warnings == ()
+
+
+@pytest.mark.parametrize('native,ecs,native_field,ecs_field', [
+    ({'ulimits': [{'name': 'nofile', 'soft_limit': 2, 'hard_limit': 1}]},
+     {'ulimits': [{'name': 'nofile', 'softLimit': 2, 'hardLimit': 1}]},
+     'ulimits[0].hard_limit', 'ulimits[0].hardLimit'),
+    ({'tmpfs': [{'container_path': 'x', 'size': 1}]}, {'linuxParameters': {'tmpfs': [{'containerPath': 'x', 'size': 1}]}},
+     'tmpfs[0].container_path', 'linuxParameters.tmpfs[0].containerPath'),
+    ({'tmpfs': [{'container_path': '/x', 'size': 0}]}, {'linuxParameters': {'tmpfs': [{'containerPath': '/x', 'size': 0}]}},
+     'tmpfs[0].size', 'linuxParameters.tmpfs[0].size'),
+    ({'devices': [{'host_path': '/etc/x'}]}, {'linuxParameters': {'devices': [{'hostPath': '/etc/x'}]}},
+     'devices[0].host_path', 'linuxParameters.devices[0].hostPath'),
+    ({'devices': [{'host_path': '/dev/x', 'container_path': 'x'}]},
+     {'linuxParameters': {'devices': [{'hostPath': '/dev/x', 'containerPath': 'x'}]}},
+     'devices[0].container_path', 'linuxParameters.devices[0].containerPath'),
+    ({'devices': [{'host_path': '/dev/x', 'permissions': ['all']}]},
+     {'linuxParameters': {'devices': [{'hostPath': '/dev/x', 'permissions': ['all']}]}},
+     'devices[0].permissions', 'linuxParameters.devices[0].permissions'),
+    ({'health_check': {'command': ['true']}}, {'healthCheck': {'command': ['true']}},
+     'health_check.command', 'healthCheck.command'),
+    ({'health_check': {'command': ['NONE'], 'start_period': 301}}, {'healthCheck': {'command': ['NONE'], 'startPeriod': 301}},
+     'health_check.start_period', 'healthCheck.startPeriod'),
+    ({'extra_hosts': [{'hostname': 'a', 'ip_address': 'nope'}]}, {'extraHosts': [{'hostname': 'a', 'ipAddress': 'nope'}]},
+     'extra_hosts[0].ip_address', 'extraHosts[0].ipAddress'),
+    ({'system_controls': [{'namespace': 'x', 'value': '1'}]}, {'systemControls': [{'namespace': 'x', 'value': '1'}]},
+     'system_controls[0].namespace', 'systemControls[0].namespace'),
+])
+def test_a_bad_member_is_named_in_the_words_of_its_form(native, ecs, native_field, ecs_field):
+    refused({'name': 'web', 'containers': [box('main', **native)]}, 'containers[0].%s ' % native_field)
+    refused({'task_definition': {'family': 'web', 'containerDefinitions': [box('main', **ecs)]}},
+            'task_definition.containerDefinitions[0].%s ' % ecs_field)
 
 
 @pytest.mark.parametrize('role,ok', [('ecsTaskRole', True), ('ECS-task-full-access', True),
