@@ -3,7 +3,7 @@
 # `make bench` first runs `make setup` (venv, engine, images, the stand-in's OpenAPI description, collection
 # link); run alone, this script expects those and makes only the anchor venv (bench/.venv-anchor: the full
 # `ansible` package, for community.docker; only when the ecs group runs). Settings: BENCH_GROUPS (ecs,
-# awsvpc, pools: all; creds with all; load and pickup only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
+# awsvpc, pools: all; creds with all; load, pickup and td only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
 # BENCH_CALLS (1), BENCH_SETTLE (0.5), BENCH_POOLS (10), BENCH_SLOTS (4); results in
 # bench/results/latest.{json,md}. The awsvpc and pools groups need root.
 set -euo pipefail

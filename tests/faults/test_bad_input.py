@@ -61,7 +61,14 @@ TABLE = [
     ('ecs_task', task(containers=[box(essential=False)]), ('essential',)),
     # ecs_task: task definitions, purge, tasks lists
     ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
-        {'name': 'a', 'image': IMAGE, 'logConfiguration': {'logDriver': 'awslogs'}}]}}, ('logConfiguration',)),
+        {'name': 'a', 'image': IMAGE, 'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:us-east-1:1:parameter/a'}]}]}},
+     ('containerDefinitions[0].secrets', 'not supported yet')),
+    ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
+        dict(box(), privileged=True)]}}, ('containerDefinitions[0].privileged', 'allow_privileged')),
+    ('ecs_task', {'name': 'x', 'bind_paths': ['/srv'], 'task_definition': {'family': 'x', 'volumes': [
+        {'name': 'etc', 'host': {'sourcePath': '/etc'}}], 'containerDefinitions': [box()]}}, ('volumes[0]', '/etc')),
+    ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
+        {'name': 'a', 'image': '<IMAGE1_NAME>'}]}}, ('containerDefinitions[0].image', 'placeholder')),
     ('ecs_task', {'task_definition': {'containerDefinitions': [{'name': 'a', 'image': IMAGE}]}}, ('family',)),
     ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': 'a'}},
      ('containerDefinitions',)),
@@ -87,7 +94,7 @@ TABLE = [
      ('dhcp',)),
     ('ecs_task', task(cred_id='x'), ('cred_id needs task_role_arn',)),
     ('ecs_task', task(task_role_arn=ROLE, cred_id='bad/id'), ('cred_id',)),
-    ('ecs_task', task(task_role_arn='web-task'), ('task_role_arn', 'ARN')),
+    ('ecs_task', task(task_role_arn='web task'), ('task_role_arn', 'ARN')),
     ('ecs_task', task(registry_auth={'registry': 'r.example'}), ('registry_auth.username',)),
     ('ecs_task', task(registry_auth={'registry': 'r.example', 'ecr': True, 'username': 'someone',
                                      'password': 'not-with-ecr-1f2e'}), ('ecr', 'mutually exclusive')),
