@@ -89,7 +89,7 @@ class Minion:
         config = {
             'id': 'drover-test', 'file_client': 'local', 'root_dir': self.root,
             'log_file': os.path.join(self.root, 'minion.log'),
-            'file_roots': {'base': [os.path.join(ROOT, 'salt', 'examples')]},
+            'file_roots': {'base': [os.path.join(ROOT, 'salt', 'examples'), os.path.join(base, 'states')]},
             'pillar_roots': {'base': [self.pillar_dir]},
             'drover.collections_path': os.path.join(ROOT, 'collection', 'dev'),
         }
@@ -98,6 +98,12 @@ class Minion:
         with open(os.path.join(self.pillar_dir, 'top.sls'), 'w') as f:
             f.write("base:\n  '*':\n    - drover\n")
         self.pillar({})
+
+    def sls_path(self, name):
+        """Where a test writes a state file of its own, run as drover_test.<name>."""
+        path = os.path.join(self.base, 'states', 'drover_test')
+        os.makedirs(path, exist_ok=True)
+        return os.path.join(path, name + '.sls')
 
     def pillar(self, drover):
         """Set the pillar key `drover` (written as the user's input: not swept)."""

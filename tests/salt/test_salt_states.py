@@ -157,3 +157,18 @@ def test_virtual_says_what_is_missing(minion, tmp_path):
     out = minion.call('state.apply', 'drover', env={'HOME': str(tmp_path)})
     text = repr(out)
     assert 'drover.fleet collection was not found' in text and 'nowhere' in text, text
+
+
+def test_gpu_pins_in_four_steps(minion, store_path):
+    """drover_gpu.pinned on a host whose GPUs are declared (discovery static): the ledger in the host store."""
+    devices = ['GPU-%s' % uuid.uuid4() for dummy in range(2)]
+    with open(minion.sls_path('gpu'), 'w') as f:
+        f.write('train:\n  drover_gpu.pinned:\n    - container: main\n    - count: 1\n    - discovery: static\n'
+                '    - devices: %s\n    - store_path: %s\n' % (devices, store_path))
+    steps = [minion.call('state.apply', 'drover_test.gpu', 'test=%s' % test) for test in (True, False, False, True)]
+    rets = [list(s.values())[0] for s in steps]
+    assert rets[0]['result'] is None and rets[0]['changes'], rets[0]
+    assert rets[1]['result'] is True and rets[1]['changes'], rets[1]
+    assert [r['result'] for r in rets[2:]] == [True, True] and [r['changes'] for r in rets[2:]] == [{}, {}], rets
+    info = minion.call('drover.gpus', 'discovery=static', 'devices=%s' % ','.join(devices), 'store_path=%s' % store_path)
+    assert info['pinned'] == {'train/main': devices[:1]}, info
