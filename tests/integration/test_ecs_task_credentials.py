@@ -74,7 +74,7 @@ def test_awsvpc_registration_names_the_link_address(engine, cluster, converge, s
 @pytest.mark.parametrize('args,words', [
     (dict(cred_id='x'), ('cred_id needs task_role_arn',)),
     (dict(task_role_arn=ROLE, cred_id='bad/id'), ('cred_id',)),
-    (dict(task_role_arn='web-task'), ('task_role_arn', 'ARN')),
+    (dict(task_role_arn='web task'), ('task_role_arn', 'ARN')),
 ])
 def test_bad_credentials_input(converge, store_path, args, words):
     r = converge(name='bad', containers=[container('main')], **args)

@@ -91,10 +91,10 @@ def test_converge_in_four_steps(engine, cluster, tmp_path, converge_vars):
     {'drover_host_install_engine': 'perhaps'},
     {'drover_allow_privileged': 'perhaps'},
     {'drover_log_drivers': ['carrier-pigeon']},
-    {'drover_bind_paths': '/srv'},
+    {'drover_bind_paths': {'srv': '/srv'}},
     {'drover_tasks': [{'name': 'sleeper', 'ipc_mode': 'shareable'}]},
 ], ids=['tasks-not-a-list', 'tasks-unknown-key', 'pools-bad-choice', 'host-not-a-bool', 'privileged-not-a-bool',
-        'log-driver-bad-choice', 'bind-paths-not-a-list', 'ipc-mode-bad-choice'])
+        'log-driver-bad-choice', 'bind-paths-a-mapping', 'ipc-mode-bad-choice'])
 def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converge_vars, bad):
     extra = dict(converge_vars, **bad)
     rc, out = playbook('drover.fleet.converge', tmp_path, extra)
