@@ -19,6 +19,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.validation import check_type_dict
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import HAS_DOCKER, DOCKER_IMPORT_ERROR
+from ansible_collections.drover.fleet.plugins.module_utils._argspecs import values_at
 
 
 def require_docker(module):
@@ -109,17 +110,6 @@ class _Module(AnsibleModule):
         # (a PEM private key) is escaped (\n): that form is hidden only if it is a no_log value too.
         self.no_log_values.update(escaped_forms(self.no_log_values))
         super(_Module, self)._log_invocation()
-
-
-def values_at(data, path):
-    """The values found under `path` (a tuple of keys) in `data`, going into every item of a list on the way."""
-    if isinstance(data, list):
-        return [v for item in data for v in values_at(item, path)]
-    if not path:
-        return [data]
-    if not isinstance(data, dict) or path[0] not in data:
-        return []
-    return values_at(data[path[0]], path[1:])
 
 
 def escaped_forms(values):

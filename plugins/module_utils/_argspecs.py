@@ -285,3 +285,14 @@ def gpu_info_spec():
         devices=dict(type='list', elements='str'),
         store_path=dict(type='path', default=DEFAULT_STORE_PATH),
     )
+
+
+def values_at(data, path):
+    """The values found under `path` (a tuple of keys) in `data`, going into every item of a list on the way."""
+    if isinstance(data, list):
+        return [v for item in data for v in values_at(item, path)]
+    if not path:
+        return [data]
+    if not isinstance(data, dict) or path[0] not in data:
+        return []
+    return values_at(data[path[0]], path[1:])

@@ -198,20 +198,10 @@ def secrets(spec, params, extra_paths=()):
                     walk(opt['options'], item)
     walk(spec, params)
     for path in extra_paths:
-        found.update(v for v in values_at(params, path) if isinstance(v, str) and v)
+        found.update(v for v in core('_argspecs').values_at(params, path) if isinstance(v, str) and v)
     # Also the forms a secret takes when a list or a mapping holding it is written out (a PEM key's newlines).
     found.update(repr(v)[1:-1] for v in list(found) if repr(v)[1:-1] != v)
     return found
-
-
-def values_at(data, path):
-    if isinstance(data, list):
-        return [v for item in data for v in values_at(item, path)]
-    if not path:
-        return [data]
-    if not isinstance(data, dict) or path[0] not in data:
-        return []
-    return values_at(data[path[0]], path[1:])
 
 
 def redact(data, hidden):
