@@ -12,9 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import uuid
 
-import docker
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,54 +20,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(ROOT, 'salt', 'src'))
 
-from helpers import IMAGE  # noqa: E402  pylint: disable=wrong-import-position
-from sweep import SWEEP, register  # noqa: E402  pylint: disable=wrong-import-position
+from sweep import SWEEP  # noqa: E402  pylint: disable=wrong-import-position
+# pylint: disable-next=unused-import,wrong-import-position
+from shared_fixtures import cluster, engine, fake_eni, netns_cleanup, pool_name, standin, store_path  # noqa: E402,F401
 
 SALT_VENV = os.environ.get('DROVER_SALT_VENV', os.path.join(ROOT, '.venv-salt'))
 SALT_CALL = os.path.join(SALT_VENV, 'bin', 'salt-call')
 SALT_PY = os.path.join(SALT_VENV, 'bin', 'python')
-
-
-@pytest.fixture(scope='session')
-def engine():
-    client = docker.from_env()
-    client.ping()
-    client.images.get(IMAGE)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def cluster(engine):
-    name = 's%s' % uuid.uuid4().hex[:10]
-    yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % name}):
-        c.remove(force=True)
-
-
-@pytest.fixture
-def store_path(tmp_path):
-    return str(tmp_path / 'state' / 'store.db')
-
-
-@pytest.fixture
-def pool_name(engine):
-    name = 'sp%s' % uuid.uuid4().hex[:8]
-    yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
-        c.remove(force=True)
-
-
-@pytest.fixture
-def standin(request):
-    from github_standin.server import StandIn
-    token = getattr(request.module, 'TOKEN', None) or register('ghp_sentinel%s' % uuid.uuid4().hex)
-    server = StandIn(token=token).start()
-    server.add_repo(getattr(request.module, 'REPO', 'octo/app'))
-    server.test_token = token
-    yield server
-    server.stop()
-    assert server.violations == [], server.violations
 
 
 class Minion:

@@ -5,11 +5,14 @@ module on the same declaration, bad pillar, a runner pool against the GitHub sta
 
 from __future__ import absolute_import, division, print_function
 
+import subprocess
 import uuid
 
 import pytest
 
-from helpers import IMAGE, host_snapshot, wait_for
+from helpers import IMAGE, host_links, host_snapshot, netns_list, wait_for
+
+from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
 from sweep import register
 
 TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)
@@ -172,3 +175,40 @@ def test_gpu_pins_in_four_steps(minion, store_path):
     assert [r['result'] for r in rets[2:]] == [True, True] and [r['changes'] for r in rets[2:]] == [{}, {}], rets
     info = minion.call('drover.gpus', 'discovery=static', 'devices=%s' % ','.join(devices), 'store_path=%s' % store_path)
     assert info['pinned'] == {'train/main': devices[:1]}, info
+
+
+@pytest.mark.usefixtures('netns_cleanup')
+def test_netns_in_four_steps_around_a_standin_eni(engine, minion, fake_eni, cluster, store_path):
+    """drover_netns.present and .absent on real kernel objects: a stand-in ENI (a veth end with the declared
+    MAC, its peer in a namespace of its own), the task's namespace, its holder and the credential link."""
+    eni = fake_eni()
+    eni.plug()
+    ns = netns_name(cluster, 'vpc')
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+
+    def steps(function, extra=''):
+        with open(minion.sls_path('netns'), 'w') as f:
+            f.write('vpc:\n  drover_netns.%s:\n    - cluster: %s\n    - store_path: %s\n%s'
+                    % (function, cluster, store_path, extra))
+        return [list(minion.call('state.apply', 'drover_test.netns', 'test=%s' % test).values())[0]
+                for test in (True, False, False, True)]
+
+    up = steps('present', '    - eni_mac: "%s"\n    - address: %s\n    - gateway: %s\n'
+               % (eni.mac.upper(), eni.address(), eni.gateway))
+    assert up[0]['result'] is None and up[0]['changes'], up[0]
+    assert up[1]['result'] is True and up[1]['changes'], up[1]
+    assert [r['result'] for r in up[2:]] == [True, True] and [r['changes'] for r in up[2:]] == [{}, {}], up
+    assert ns in netns_list()
+    holders = engine.containers.list(filters={'label': 'drover.netns=%s' % ns})
+    assert len(holders) == 1, holders
+    with open('/run/netns/%s' % ns):
+        pass
+    addresses = subprocess.run(['ip', '-n', ns, '-o', 'addr'], capture_output=True, text=True, check=True).stdout
+    assert eni.address() in addresses, addresses
+    down = steps('absent')
+    assert down[0]['result'] is None and down[0]['changes'], down[0]
+    assert down[1]['result'] is True and down[1]['changes'], down[1]
+    assert [r['result'] for r in down[2:]] == [True, True] and [r['changes'] for r in down[2:]] == [{}, {}], down
+    assert ns not in netns_list() and (eni.ifname, eni.mac) in host_links()
+    after = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    assert after['containers'] == before['containers'] and not any(after['store'].values()), after

@@ -257,6 +257,17 @@ def state_args(kwargs, pillar=None):
     return given
 
 
+
+def declared(name, state, kwargs, pillar, key, plural=None):
+    """What a state function declares, for the Ansible module's argument spec: its arguments (state_args), the
+    state ID as the option `key` unless given (or unless the state declares `plural` entries), and the state
+    function's `state`. Raises Invalid, naming the option."""
+    given = state_args(kwargs, pillar)
+    if plural is None or plural not in given:
+        given.setdefault(key, name)
+    given['state'] = state
+    return given
+
 # --- results and events -------------------------------------------------------------------------------------
 
 def tag_of(event):
@@ -268,23 +279,28 @@ def tag_of(event):
 def fire(salt_funcs, opts, events):
     """Fire the core's events on the minion's event bus (what event.fire does, through one connection for all of
     them); with a master, send them there too (event.send) so that a reactor sees them. Returns how many the
-    local bus took (none when no minion daemon holds the bus: a masterless salt-call on its own)."""
-    taken = 0
+    local bus took (none when no minion daemon holds the bus: a masterless salt-call on its own) and how many
+    went to the master."""
+    taken = sent = 0
     try:
         import salt.utils.event
         with salt.utils.event.get_event('minion', sock_dir=opts['sock_dir'], opts=opts, listen=False) as bus:
             for event in events:
-                if bus.fire_event(dict(event), tag_of(event)):
-                    taken += 1
+                # No minion daemon holds the bus (salt-call on its own): the first event says so; trying the
+                # others would only open a connection each.
+                if not bus.fire_event(dict(event), tag_of(event)):
+                    break
+                taken += 1
     except Exception as exc:  # pylint: disable=broad-except
         log.debug('drover: events not fired on the local bus: %s', exc)
     if opts.get('master_type') != 'disable' and opts.get('file_client') != 'local' and not opts.get('local'):
         for event in events:
             try:
-                salt_funcs['event.send'](tag_of(event), dict(event))
+                if salt_funcs['event.send'](tag_of(event), dict(event)):
+                    sent += 1
             except Exception as exc:  # pylint: disable=broad-except
                 log.debug('drover: event %s not sent: %s', tag_of(event), exc)
-    return taken
+    return taken, sent
 
 
 def _changes(result):
@@ -339,8 +355,11 @@ def run_state(name, converge, params, hidden, test, salt_funcs, opts, what):
         ret['result'] = True
         ret['comment'] = '%s converged' % what if result.get('changed') else '%s: nothing to change' % what
         if events:
-            fire(salt_funcs, opts, events)
-            ret['comment'] += '; %d event(s) fired' % len(events)
+            taken, sent = fire(salt_funcs, opts, events)
+            if taken or sent:
+                ret['comment'] += '; %d event(s) fired' % len(events)
+            else:
+                ret['comment'] += '; %d event(s) not fired: no minion process holds the event bus' % len(events)
     if warnings:
         ret['comment'] += '\nwarnings: ' + '; '.join(str(w) for w in warnings)
         ret['warnings'] = warnings

@@ -17,13 +17,7 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.gpu_pin_spec()
     try:
-        given = core.state_args(kwargs, __pillar__)
-    except core.Invalid as exc:
-        return core.invalid(name, exc)
-    given.setdefault('task', name)
-    given['state'] = state
-    try:
-        params = core.check(spec, given)
+        params = core.check(spec, core.declared(name, state, kwargs, __pillar__, 'task'))
     except core.Invalid as exc:
         return core.invalid(name, exc)
     apply_gpu = core.core('_apply_gpu', __opts__)

@@ -19,13 +19,7 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.task_netns_spec()
     try:
-        given = core.state_args(kwargs, __pillar__)
-    except core.Invalid as exc:
-        return core.invalid(name, exc)
-    given.setdefault('name', name)
-    given['state'] = state
-    try:
-        params = core.check(spec, given, argspecs.TASK_NETNS_RULES)
+        params = core.check(spec, core.declared(name, state, kwargs, __pillar__, 'name'), argspecs.TASK_NETNS_RULES)
     except core.Invalid as exc:
         return core.invalid(name, exc)
     apply_netns = core.core('_apply_netns', __opts__)

@@ -25,12 +25,9 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.gh_runner_slot_spec()
     try:
-        given = core.state_args(kwargs, __pillar__)
+        given = core.declared(name, state, kwargs, __pillar__, 'pool', plural='pools')
     except core.Invalid as exc:
         return core.invalid(name, exc)
-    if 'pools' not in given:
-        given.setdefault('pool', name)
-    given['state'] = state
     # `holds` (this extension's own): {pool: YYYY-MM-DDTHH:MM:SSZ}, fleet-wide holds from outside this minion (a
     # reactor's, salt/examples/reactor): each is the hold_until of its pool, where the pool gives none itself.
     holds = given.pop('holds', None) or {}

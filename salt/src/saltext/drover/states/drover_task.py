@@ -28,12 +28,9 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.ecs_task_spec()
     try:
-        given = core.state_args(kwargs, __pillar__)
+        given = core.declared(name, state, kwargs, __pillar__, 'name', plural='tasks')
     except core.Invalid as exc:
         return core.invalid(name, exc)
-    if 'tasks' not in given:
-        given.setdefault('name', name)
-    given['state'] = state
     hidden = core.secrets(spec, given, NESTED_SECRETS)
     try:
         params = core.check(spec, given, argspecs.ECS_TASK_RULES)
