@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo demo-salt test setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -31,6 +31,7 @@ demo: setup
 	$(DEMO_ENV) $(DEMO) drover.fleet.converge
 	@echo '--- converge again: nothing to do (changed=0) ---'
 	$(DEMO_ENV) $(DEMO) drover.fleet.converge
+	if [ -n "$(DEMO_SALT)" ]; then DEMO_DIR=$(DEMO_DIR) SALT_VENV=$(SALT_VENV) PY=$(PY) $(DEMO_ENV) hack/demo-salt.sh; fi
 	@echo '--- the containers of the demo tasks on this host ---'
 	docker ps --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.task"}}'
 	@echo '--- inside the tasks, and the runner pool demo-pool and its slots ---'
@@ -44,6 +45,11 @@ demo: setup
 	$(DEMO_ENV) $(DEMO) drover.fleet.reconcile -e '{"drover_tasks": [], "drover_pools": []}'
 	hack/demo-eni.sh down
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
+
+# The demo with Salt in the middle (docs/salt.md): after the Ansible converges, the same fleet converged by
+# `salt-call --local state.apply drover` from a pillar written from the same inventory (hack/demo-salt.sh).
+demo-salt: setup salt-venv
+	$(MAKE) demo DEMO_SALT=1
 
 test: setup changelog docs lint unit salt integration faults-ci molecule galaxy sanity
 	@echo 'make test: all suites passed'

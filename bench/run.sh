@@ -3,7 +3,7 @@
 # `make bench` first runs `make setup` (venv, engine, images, the stand-in's OpenAPI description, collection
 # link); run alone, this script expects those and makes only the anchor venv (bench/.venv-anchor: the full
 # `ansible` package, for community.docker; only when the ecs group runs). Settings: BENCH_GROUPS (ecs,
-# awsvpc, pools: all; creds with all; load, pickup and td only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
+# awsvpc, pools: all; creds with all; load, pickup, td and salt only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
 # BENCH_CALLS (1), BENCH_SETTLE (0.5), BENCH_POOLS (10), BENCH_SLOTS (4); results in
 # bench/results/latest.{json,md}. The awsvpc and pools groups need root.
 set -euo pipefail
@@ -44,7 +44,7 @@ groups=${groups//,/ }
 rest=()
 for g in $groups; do
   case $g in
-    creds | load | pickup | td) ;;
+    creds | load | pickup | td | salt) ;;
     all) rest+=(ecs awsvpc pools) ;;
     *) rest+=("$g") ;;
   esac
@@ -66,6 +66,12 @@ esac
 case "$groups" in *" td "*)
   mkdir -p "$ROOT/bench/results"
   "$VENV/bin/python" "$ROOT/bench/td.py" --json "$ROOT/bench/results/td.json" ;;
+esac
+# salt (a no-op salt-call state.apply of 20 tasks against test.ping) runs only when named: BENCH_GROUPS=salt
+case "$groups" in *" salt "*)
+  mkdir -p "$ROOT/bench/results"
+  test -x "$ROOT/.venv-salt/bin/salt-call" || make -C "$ROOT" salt-venv
+  "$VENV/bin/python" "$ROOT/bench/salt.py" --json "$ROOT/bench/results/salt.json" ;;
 esac
 # load (200 tasks, 10 pools) runs only when named: BENCH_GROUPS=load
 case "$groups" in *" load "*)

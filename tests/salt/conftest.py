@@ -19,7 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(ROOT, 'salt', 'src'))
+sys.path.insert(0, os.path.join(ROOT, 'hack'))
 
+import salt_minion  # noqa: E402  pylint: disable=wrong-import-position
 from sweep import SWEEP  # noqa: E402  pylint: disable=wrong-import-position
 # pylint: disable-next=unused-import,wrong-import-position
 from shared_fixtures import cluster, engine, fake_eni, netns_cleanup, pool_name, standin, store_path  # noqa: E402,F401
@@ -36,24 +38,11 @@ class Minion:
         if not os.path.exists(SALT_CALL):
             pytest.fail('%s not found: make salt-venv' % SALT_CALL)
         self.base = base
-        self.conf = os.path.join(base, 'conf')
-        self.pillar_dir = os.path.join(base, 'pillar')
-        for d in (self.conf, self.pillar_dir):
-            os.makedirs(d, exist_ok=True)
         # Salt puts its paths under root_dir, and a socket's path must fit in 107 bytes: root_dir is a short
         # directory of its own (swept for secrets, then removed, after the test).
         self.root = tempfile.mkdtemp(prefix='drover-salt-')
-        config = {
-            'id': 'drover-test', 'file_client': 'local', 'root_dir': self.root,
-            'log_file': os.path.join(self.root, 'minion.log'),
-            'file_roots': {'base': [os.path.join(ROOT, 'salt', 'examples'), os.path.join(base, 'states')]},
-            'pillar_roots': {'base': [self.pillar_dir]},
-            'drover.collections_path': os.path.join(ROOT, 'collection', 'dev'),
-        }
-        with open(os.path.join(self.conf, 'minion'), 'w') as f:
-            json.dump(config, f)
-        with open(os.path.join(self.pillar_dir, 'top.sls'), 'w') as f:
-            f.write("base:\n  '*':\n    - drover\n")
+        self.conf = salt_minion.write(base, 'drover-test', root_dir=self.root,
+                                      file_roots=[os.path.join(base, 'states')])
         self.pillar({})
 
     def sls_path(self, name):
@@ -64,10 +53,7 @@ class Minion:
 
     def pillar(self, drover):
         """Set the pillar key `drover` (written as the user's input: not swept)."""
-        path = os.path.join(self.pillar_dir, 'drover.sls')
-        with open(path, 'w') as f:
-            json.dump({'drover': drover}, f)
-        SWEEP.given(path)
+        SWEEP.given(salt_minion.write_pillar(self.base, drover))
 
     def call(self, *args, env=None):
         """salt-call --local with `args`; its JSON result (the `local` key). Every output is swept for secrets."""

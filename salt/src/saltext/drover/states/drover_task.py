@@ -41,10 +41,18 @@ def _converge(name, state, kwargs):
     tds = [params.get('task_definition')] + [t.get('task_definition') for t in params.get('tasks') or [] if isinstance(t, dict)]
     if not td_model.HAS_BOTOCORE and any(td is not None for td in tds):
         return core.invalid(name, 'task_definition needs botocore (pip install botocore) to check it by AWS\'s model of ECS')
-    what = 'tasks %s' % ', '.join('%s' % (t.get('name') or '?') for t in params['tasks'] if isinstance(t, dict)) \
-        if params.get('tasks') is not None else 'task %s/%s' % (params['cluster'], params.get('name'))
+    what = 'tasks %s' % ', '.join(_named(t) for t in params['tasks'] if isinstance(t, dict)) \
+        if params.get('tasks') is not None else 'task %s/%s' % (params['cluster'], _named(params))
     return core.run_state(name, lambda p, test: apply_task.converge(p, check_mode=test, diff=True), params, hidden,
                           bool(__opts__.get('test')), __salt__, __opts__, what)
+
+
+def _named(task):
+    """A task's name for the comment: its `name`, else its task definition's family."""
+    td = task.get('task_definition')
+    if isinstance(td, dict) and isinstance(td.get('taskDefinition'), dict):
+        td = td['taskDefinition']
+    return str(task.get('name') or (td.get('family') if isinstance(td, dict) else None) or '?')
 
 
 def running(name, **kwargs):
