@@ -212,3 +212,30 @@ def test_netns_in_four_steps_around_a_standin_eni(engine, minion, fake_eni, clus
     assert ns not in netns_list() and (eni.ifname, eni.mac) in host_links()
     after = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     assert after['containers'] == before['containers'] and not any(after['store'].values()), after
+
+
+def test_task_running_stopped_absent_in_four_steps(engine, minion, cluster, store_path):
+    """drover_task.running, .stopped and .absent, each in the four steps: stopped removes the containers and keeps
+    the task's record (STOPPED), absent removes the record too."""
+    def steps(function):
+        with open(minion.sls_path('task'), 'w') as f:
+            f.write('solo:\n  drover_task.%s:\n    - cluster: %s\n    - store_path: %s\n    - containers:\n'
+                    '      - {name: main, image: %s, command: [sleep, "3600"]}\n' % (function, cluster, store_path, IMAGE))
+        return [list(minion.call('state.apply', 'drover_test.task', 'test=%s' % test).values())[0]
+                for test in (True, False, False, True)]
+
+    def containers():
+        return [(c.name, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster})]
+
+    def recorded():
+        info = minion.call('drover.tasks', 'cluster=%s' % cluster, 'store_path=%s' % store_path)
+        return [(t['name'], t['last_status']) for t in info['tasks']]
+
+    for function, after, record in (('running', [('solo-main', 'running')], [('solo', 'RUNNING')]),
+                                    ('stopped', [], [('solo', 'STOPPED')]), ('absent', [], [])):
+        rets = steps(function)
+        assert rets[0]['result'] is None and rets[0]['changes'], (function, rets[0])
+        assert rets[1]['result'] is True and rets[1]['changes'], (function, rets[1])
+        assert [r['result'] for r in rets[2:]] == [True, True], (function, rets)
+        assert [r['changes'] for r in rets[2:]] == [{}, {}], (function, rets)
+        assert containers() == after and recorded() == record, function
