@@ -26,13 +26,10 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import datetime
 import hashlib
-import hmac
 import json
 import os
 import random
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +40,10 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
+
+from webhook_rulebook import RulebookProcess, signature  # noqa: E402
+
 RUNNER_IMAGE = 'drover.local/runner:1'
 REPO = 'pickup/app'
 POOL = 'pickup-bench'
@@ -105,37 +106,22 @@ class Timer(threading.Thread):
             self.error = exc
 
 
-class Rulebook:
+class Rulebook(RulebookProcess):
     """ansible-rulebook running drover.fleet.pools_webhook for this host, on a free loopback port."""
 
     def __init__(self, work, host_vars, env):
-        with socket.socket() as sock:
-            sock.bind(('127.0.0.1', 0))
-            self.port = sock.getsockname()[1]
-        self.secret = hashlib.sha256(os.urandom(32)).hexdigest()
         inventory = os.path.join(work, 'inventory.json')
         with open(inventory, 'w') as handle:
             host = dict(host_vars, ansible_connection='local', ansible_python_interpreter=sys.executable)
             json.dump({'all': {'hosts': {'localhost': host}}}, handle)
-        secrets = os.path.join(work, 'webhook-vars.json')
-        fd = os.open(secrets, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as handle:
-            json.dump({'drover_webhook_secret': self.secret, 'drover_webhook_port': self.port}, handle)
-        self.log = open(os.path.join(work, 'rulebook.log'), 'wb')
-        rulebook = os.path.join(os.path.dirname(sys.executable), 'ansible-rulebook')
-        path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin')
-        self.proc = subprocess.Popen([rulebook, '-i', inventory, '-r', 'drover.fleet.pools_webhook', '--vars', secrets],
-                                     cwd=work, env=dict(env, PATH=path, TMPDIR=work), stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        super(Rulebook, self).__init__(os.path.dirname(sys.executable), inventory, os.path.join(work, 'webhook-vars.json'),
+                                       hashlib.sha256(os.urandom(32)).hexdigest(), work, dict(env, TMPDIR=work),
+                                       os.path.join(work, 'rulebook.log'))
         deadline = time.time() + 180
-        while True:
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError('ansible-rulebook did not start: see %s' % self.log.name)
-            try:
-                with socket.create_connection(('127.0.0.1', self.port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.5)
+        while not self.listening():
+            if time.time() > deadline:
+                raise RuntimeError('ansible-rulebook did not start: see %s' % self.log_path)
+            time.sleep(0.5)
 
     def deliver(self, job):
         """One workflow_job `queued` delivery, signed as GitHub signs it."""
@@ -143,26 +129,15 @@ class Rulebook:
                                                                 'name': job['name'], 'labels': job['labels'],
                                                                 'status': 'queued'},
                            'repository': {'full_name': REPO, 'name': REPO.split('/')[1]}}).encode()
-        signature = 'sha256=' + hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
-        request = urllib.request.Request('http://127.0.0.1:%d/' % self.port, data=body, method='POST', headers={
-            'Content-Type': 'application/json', 'X-GitHub-Event': 'workflow_job', 'X-Hub-Signature-256': signature})
+        request = urllib.request.Request(self.url, data=body, method='POST', headers={
+            'Content-Type': 'application/json', 'X-GitHub-Event': 'workflow_job',
+            'X-Hub-Signature-256': signature(self.secret, body)})
         with urllib.request.urlopen(request, timeout=10) as answer:
             if answer.status != 200:
                 raise RuntimeError('the rulebook answered %d' % answer.status)
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(30)
-        self.log.close()
-
-    def plays(self):
-        with open(self.log.name, errors='replace') as handle:
-            return handle.read().count('PLAY [')
+        self.stop_process()
 
 
 def started_at(client, name):
@@ -208,7 +183,6 @@ def main(argv=None):
     modes = [m for m in args.modes.replace(',', ' ').split() if m]
     rng = random.Random(args.seed)
 
-    sys.path.insert(0, os.path.join(ROOT, 'tests', 'fixtures'))
     import docker
     from github_standin.server import StandIn
 

@@ -307,12 +307,7 @@ class PoolPass:
         every = len(prepared) == len(slots)
         for (idx, name, runner_id, path), (cid, exc) in zip(prepared, launched):
             if exc is not None:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-                self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
-                self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
+                self._undo_start(name, runner_id, path, exc)
                 every = False
                 continue
             occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid,
@@ -343,14 +338,18 @@ class PoolPass:
                 handle.write(jit)
             del jit
         except OSError as exc:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
-            self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
+            self._undo_start(name, runner_id, path, exc)
             return None
         return idx, name, runner_id, path
+
+    def _undo_start(self, name, runner_id, path, exc):
+        """A registered runner that cannot start: its JIT file removed, its registration deleted, the pool held."""
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        self._github('delete runner %s' % name, self.gh.delete_runner, runner_id)
+        self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (name, exc))
 
     def _launch(self, ready):
         """Create and start one runner's container (in a worker thread: engine calls only): (id, None) or

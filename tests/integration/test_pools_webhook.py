@@ -24,6 +24,7 @@ import pytest
 
 from helpers import ansible_env, wait_for
 from sweep import given, look, register
+from webhook_rulebook import RulebookProcess, free_port, signature as signed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -36,51 +37,18 @@ PLAY = 'PLAY [Converge the runner pools of drover.fleet hosts]'
 WINDOW = 1                    # the rulebook's throttle: once_after 1 second
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-class Rulebook(object):
-    """ansible-rulebook running drover.fleet.pools_webhook in its own process group, its output in a file."""
+class Rulebook(RulebookProcess):
+    """The rulebook for one test: its output and its private run directories under tmp_path (swept)."""
 
     def __init__(self, tmp_path, inventory, secret):
-        self.port = free_port()
-        self.url = 'http://127.0.0.1:%d/' % self.port
-        self.secret = secret
-        # The secret in a variables file, as a user keeps it (never on the command line, nor in the environment).
-        variables = given(tmp_path / 'webhook-vars.yml')
-        variables.write_text(json.dumps({'drover_webhook_secret': secret, 'drover_webhook_port': self.port}))
-        os.chmod(str(variables), 0o600)
-        self.log = tmp_path / 'rulebook.log'
         # Each run_playbook works in a private directory (a copy of the inventory, the run's artifacts) that
         # ansible-rulebook removes after the run: under tmp_path, so that one left behind is swept too.
         self.runs = tmp_path / 'rulebook-tmp'
         self.runs.mkdir()
-        env = ansible_env(tmp_path, {'PATH': BIN + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'),
-                                     'TMPDIR': str(self.runs)})
-        with open(str(self.log), 'wb') as out:
-            self.proc = subprocess.Popen(
-                [ANSIBLE_RULEBOOK, '-i', str(inventory), '-r', 'drover.fleet.pools_webhook', '--vars', str(variables)],
-                cwd=str(tmp_path), env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
-        wait_for(self._listening, timeout=120, step=0.5)
-
-    def _listening(self):
-        if self.proc.poll() is not None:
-            raise AssertionError('ansible-rulebook exited (%s): %s' % (self.proc.returncode, self.output()[-4000:]))
-        try:
-            with socket.create_connection(('127.0.0.1', self.port), timeout=1):
-                return True
-        except OSError:
-            return False
-
-    def output(self):
-        return self.log.read_text(errors='replace')
-
-    def plays(self):
-        return self.output().count(PLAY)
+        env = ansible_env(tmp_path, {'TMPDIR': str(self.runs)})
+        super(Rulebook, self).__init__(BIN, inventory, given(tmp_path / 'webhook-vars.yml'), secret, tmp_path, env,
+                                       tmp_path / 'rulebook.log')
+        wait_for(self.listening, timeout=120, step=0.5)
 
     def post(self, payload, event='workflow_job', secret=None, sign=True, signature=None):
         """POST `payload` as GitHub does (JSON, X-GitHub-Event, X-Hub-Signature-256); (status, body)."""
@@ -90,8 +58,7 @@ class Rulebook(object):
         if signature is not None:
             headers['X-Hub-Signature-256'] = signature
         elif sign:
-            key = (self.secret if secret is None else secret).encode()
-            headers['X-Hub-Signature-256'] = 'sha256=' + hmac.new(key, body, hashlib.sha256).hexdigest()
+            headers['X-Hub-Signature-256'] = signed(self.secret if secret is None else secret, body)
         request = urllib.request.Request(self.url, data=body, headers=headers, method='POST')
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:
@@ -99,22 +66,16 @@ class Rulebook(object):
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
+    def plays(self, title=PLAY):
+        return super(Rulebook, self).plays(title)
+
     def stop(self):
         try:
             # the last run's directory is removed just after its output: wait for it before stopping
             wait_for(lambda: not list(self.runs.glob('eda*')), timeout=60, step=0.2)
         finally:
-            self._stop()
-
-    def _stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(30)
-        look(self.output(), 'ansible-rulebook output')
+            self.stop_process()
+            look(self.output(), 'ansible-rulebook output')
 
 
 def delivery(job, repository, action='queued'):
