@@ -458,6 +458,24 @@ options:
         - How long a container waits for its dependencies (ECS C(dependsOn)); kept with the container as the label C(drover.start-timeout).
         - ECS C(startTimeout).
         type: int
+      repository_credentials:
+        description:
+        - 'Pull credentials for the container''s image from AWS Secrets Manager (ECS''s private registry authentication):
+          the secret holds a JSON object with C(username) and C(password). It is read when the image is pulled, as the
+          task''s O(execution_role_arn) (assumed through STS with the host''s credentials) or as the host when there is
+          none, in the region of its ARN (else O(aws_region)), through O(aws_endpoint_url) when set; the credentials serve
+          that pull only and are never kept, logged or returned.'
+        - A secret that cannot be read stops the task with a reason that names its ARN and AWS's error code. For this
+          container's image it takes the place of O(registry_auth).
+        - ECS C(repositoryCredentials).
+        type: dict
+        suboptions:
+          credentials_parameter:
+            description:
+            - 'The secret: its ARN, or its name.'
+            - ECS C(credentialsParameter).
+            type: str
+            required: true
       log_configuration:
         description:
         - The container's log driver and its options. The host's O(log_drivers) says which drivers are allowed; a driver

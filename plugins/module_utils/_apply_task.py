@@ -158,6 +158,7 @@ class Pass:
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
         self.aws = aws_options or {}
         self.ecr_tokens = {}          # (execution role, registry) -> pull credentials, for this pass only
+        self.secret_auths = {}        # (execution role, secret) -> repositoryCredentials, for this pass only
         self._key = None              # the host key of the credential tokens, read (or made) at first need
         self.cgroups = None           # the host's cgroups, at first need
         self.task_volumes = {}        # (cluster, task) -> names of the engine volumes of the task (one listing)
@@ -325,8 +326,10 @@ class Pass:
             return self.network.absent(decl.cluster, decl.name, mac)
         return []
 
-    def _auth_for(self, decl, image):
+    def _auth_for(self, decl, image, credentials=None):
         registry = split_image(image)[0]
+        if credentials:
+            return self._secret_auth(decl, registry, dict(credentials)['credentials_parameter'])
         auth = decl.registry_auth
         if (auth is not None and auth.ecr and registry == auth.registry) or aws.ecr_registry(registry):
             return self._ecr_auth(decl, registry)
@@ -347,9 +350,23 @@ class Pass:
             self.ecr_tokens[key] = {'username': username, 'password': password, 'serveraddress': registry}
         return self.ecr_tokens[key]
 
-    def _ensure_image(self, decl, image):
+    def _secret_auth(self, decl, registry, secret_id):
+        """Pull credentials from a container's repositoryCredentials (a Secrets Manager secret), read as the
+        task's execution role (or the host): once per role and secret and pass."""
+        key = (decl.execution_role_arn, secret_id)
+        if key not in self.secret_auths:
+            try:
+                username, password = aws.registry_credentials(secret_id, decl.execution_role_arn, self.aws.get('region'),
+                                                              self.aws.get('endpoint_url'), 'drover-pull-%s' % decl.name)
+            except aws.AwsError as exc:
+                raise EngineError(str(exc))
+            self.secret_auths[key] = (username, password)
+        username, password = self.secret_auths[key]
+        return {'username': username, 'password': password, 'serveraddress': registry}
+
+    def _ensure_image(self, decl, image, credentials=None):
         if decl.pull == 'always':
-            self.engine.pull(image, self._auth_for(decl, image))
+            self.engine.pull(image, self._auth_for(decl, image, credentials))
             return
         if image in self.images_seen:
             return
@@ -358,7 +375,7 @@ class Pass:
             return
         if decl.pull == 'never':
             raise EngineError('%s is not on the host and pull is never' % image)
-        self.engine.pull(image, self._auth_for(decl, image))
+        self.engine.pull(image, self._auth_for(decl, image, credentials))
 
     def _start_run(self, decl, resume=()):
         """Build the task network (awsvpc), then start the containers in order; on any failure remove what
@@ -416,7 +433,7 @@ class Pass:
                               'exit_code': None, 'gpu_ids': plan_mod.gpu_ids(obs['labels'])})
                 continue
             try:
-                self._ensure_image(decl, spec.image)
+                self._ensure_image(decl, spec.image, spec.repository_credentials)
             except EngineError as exc:
                 reason = plan_mod.reason_pull(exc)
                 break

@@ -412,6 +412,16 @@ SETTINGS = (
       high=120),
     S('start_timeout', 'startTimeout', 'int', 'How long a container waits for its dependencies (ECS '
       'C(dependsOn)); kept with the container as the label C(drover.start-timeout).', low=1),
+    S('repository_credentials', 'repositoryCredentials', 'record', [
+        'Pull credentials for the container\'s image from AWS Secrets Manager (ECS\'s private registry '
+        'authentication): the secret holds a JSON object with C(username) and C(password). It is read when the image '
+        'is pulled, as the task\'s O(execution_role_arn) (assumed through STS with the host\'s credentials) or as '
+        'the host when there is none, in the region of its ARN (else O(aws_region)), through O(aws_endpoint_url) '
+        'when set; the credentials serve that pull only and are never kept, logged or returned.',
+        'A secret that cannot be read stops the task with a reason that names its ARN and AWS\'s error code. For '
+        'this container\'s image it takes the place of O(registry_auth).'], sub=(
+            U('credentials_parameter', 'credentialsParameter', 'str', 'The secret: its ARN, or its name.',
+              required=True),)),
     S('log_configuration', 'logConfiguration', 'record', [
         'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
         'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
@@ -430,8 +440,6 @@ ECS_REFUSED = {
     'dependsOn': 'is not supported yet (container start order comes in a later release)',
     'secrets': 'is not supported yet (secrets from SSM and Secrets Manager come in a later release)',
     'environmentFiles': 'is not supported yet (environment files from S3 come in a later release)',
-    'repositoryCredentials': 'is not supported yet (pull credentials from Secrets Manager come in a later release); '
-                             'use registry_auth',
     'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
                      'restart',
     'firelensConfiguration': 'is not supported yet (FireLens log routing comes in a later release)',

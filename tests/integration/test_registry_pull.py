@@ -133,3 +133,51 @@ def test_ecr_unreachable_fails_the_run_with_the_reason(engine, cluster, converge
 def test_bad_ecr_auth(converge, store_path, bad, words):
     r = converge(name='bad', registry_auth=bad, containers=[container('main', image=REMOTE)])
     assert r.failed and all(w in r['msg'] for w in words), r.get('msg')
+
+
+@pytest.fixture
+def repository_secret(moto_aws, host_aws_credentials):
+    """A Secrets Manager secret in moto holding the local registry's username and password: its ARN."""
+    import boto3
+    client = boto3.client('secretsmanager', region_name='eu-west-1', endpoint_url=moto_aws)
+    made = client.create_secret(Name='registry-%s' % os.getpid(),
+                                SecretString=json.dumps({'username': REGISTRY_USER, 'password': REGISTRY_PASSWORD}))
+    yield made['ARN']
+    client.delete_secret(SecretId=made['ARN'], ForceDeleteWithoutRecovery=True)
+
+
+def repository_task(secret, moto_aws, execution_role=ROLE):
+    """A task definition whose container pulls with repositoryCredentials (ECS private registry auth)."""
+    return {'family': 'private', 'executionRoleArn': execution_role, 'containerDefinitions': [{
+        'name': 'main', 'image': REMOTE, 'essential': True, 'memory': 32, 'command': ['sleep', '3600'],
+        'repositoryCredentials': {'credentialsParameter': secret}}]}
+
+
+def test_repository_credentials_from_secrets_manager(engine, cluster, converge, no_local_copy, moto_aws,
+                                                      repository_secret, store_path):
+    args = dict(task_definition=repository_task(repository_secret, moto_aws), aws_endpoint_url=moto_aws)
+    check = converge(check=True, **args)
+    assert check['changed'] and REMOTE not in [t for i in engine.images.list() for t in i.tags]
+    r = converge(**args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    assert statuses(engine, cluster) == {'private-main': 'running'}
+    assert not converge(**args)['changed']
+    assert REGISTRY_PASSWORD not in json.dumps(r)
+    with open(store_path, 'rb') as handle:
+        assert REGISTRY_PASSWORD.encode() not in handle.read()
+    # The native form says the same, and is the same task (nothing to change).
+    native = converge(name='private', execution_role_arn=ROLE, aws_endpoint_url=moto_aws, containers=[
+        container('main', image=REMOTE, memory=32, repository_credentials={'credentials_parameter': repository_secret})])
+    assert not native['changed'], native.get('changed_fields')
+
+
+def test_repository_credentials_that_cannot_be_read_stop_the_task_naming_the_secret(
+        engine, cluster, converge, no_local_copy, moto_aws, repository_secret, store_path):
+    missing = repository_secret.rsplit(':', 1)[0] + ':nowhere-AbCdEf'
+    r = converge(task_definition=repository_task(missing, moto_aws), aws_endpoint_url=moto_aws)
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'] == (
+        'image pull failed: Secrets Manager: cannot read the repository credentials %s as %s: '
+        'ResourceNotFoundException' % (missing, ROLE)), r['task']['stopped_reason']
+    assert statuses(engine, cluster) == {}
+    assert REMOTE not in [t for i in engine.images.list() for t in i.tags]
