@@ -437,8 +437,7 @@ class Pass:
                     self.order_wait -= self.clock() - now
                 continue
             spec = by_name[nxt.ready[0]]
-            cid, gpus[spec.name], reason = self._start_one(decl, spec, kept.get(spec.name), cred_id, network_mode,
-                                                          made)
+            cid, gpus[spec.name], reason = self._start_one(decl, spec, kept.get(spec.name), cred_id, network_mode, made)
             if reason is None:
                 started[spec.name] = cid
                 if watched:
@@ -853,7 +852,8 @@ def _observed_record(key, observed, stored):
     if observed:
         views = [plan_mod.container_view(o) for o in observed]
         record['containers'] = sorted(views, key=lambda v: v['name'] or '')
-        if all(v['last_status'] != 'RUNNING' for v in views):
+        if all(v['last_status'] != 'RUNNING' for v in views) and record['last_status'] != 'PENDING':
+            # (A PENDING run whose order was cut short may hold only a container that ran to its end.)
             record['last_status'] = 'STOPPED'
         elif stored is None or record['last_status'] == 'STOPPED':
             record['last_status'] = 'RUNNING'

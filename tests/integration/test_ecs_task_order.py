@@ -43,10 +43,12 @@ def state(engine, cid):
 
 
 def starts(engine, cluster, since):
-    """The names of the cluster's containers the engine started since `since`, in the order it did."""
-    events = engine.api.events(since=since, until=int(time.time()) + 1, decode=True,
+    """The names of the cluster's containers the engine started since `since` (seconds, with a fraction), in the
+    order it did."""
+    events = engine.api.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
                                filters={'event': 'start', 'label': scope(cluster)})
-    return [e['Actor']['Attributes']['drover.container'] for e in sorted(events, key=lambda e: e['timeNano'])]
+    return [e['Actor']['Attributes']['drover.container'] for e in sorted(events, key=lambda e: e['timeNano'])
+            if e['timeNano'] >= since * 1e9]
 
 
 def dep_container(condition, form, command=None, **more):
@@ -85,7 +87,7 @@ MET = {'START': None, 'COMPLETE': ['sh', '-c', 'sleep 1; exit 3'], 'SUCCESS': ['
 @pytest.mark.parametrize('condition', ['START', 'COMPLETE', 'SUCCESS', 'HEALTHY'])
 def test_a_condition_met_starts_the_container_after_it(engine, cluster, converge, form, condition):
     args = task_args(cluster, form, dep_container(condition, form, MET[condition]), condition)
-    since = int(time.time()) - 1
+    since = time.time()
     results = [converge(check=check, **args) for check in (True, False, False, True)]
     assert [r['changed'] for r in results] == [True, True, False, False], [r.get('msg') for r in results]
     apply = results[1]
@@ -128,7 +130,7 @@ FAILS = [
 def test_a_dependency_that_fails_stops_the_task_naming_it(engine, cluster, converge, store_path, form, condition,
                                                           command, more, why):
     args = task_args(cluster, form, dep_container(condition, form, command, **more), condition)
-    since = int(time.time()) - 1
+    since = time.time()
     started = time.time()
     r = converge(**args)
     took = time.time() - started
@@ -152,7 +154,7 @@ def test_a_dependency_that_fails_stops_the_task_naming_it(engine, cluster, conve
 @pytest.mark.parametrize('form', ['native', 'ecs'])
 def test_a_dependency_that_cannot_start_stops_the_task(engine, cluster, converge, form):
     args = task_args(cluster, form, dep_container('START', form, ['/no/such/program']), 'START')
-    since = int(time.time()) - 1
+    since = time.time()
     r = converge(**args)
     assert r['task']['last_status'] == 'STOPPED'
     assert r['task']['stopped_reason'].startswith('container start failed: ')
@@ -234,7 +236,8 @@ def _running(engine, cluster, name):
     return None
 
 
-def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine, cluster, converge, store_path):
+def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine, cluster, converge, store_path,
+                                                                         module_runner):
     """init (not essential) runs 4 s and exits 0; app waits for its SUCCESS; side waits for app's START. The
     module is killed while it waits for init: the next converge keeps init (never started twice) and starts
     app after init's end, then side."""
@@ -245,7 +248,7 @@ def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine,
          'depends_on': [{'container_name': 'init', 'condition': 'SUCCESS'}]},
         {'name': 'init', 'image': IMAGE, 'command': ['sh', '-c', 'sleep 4; exit 0'], 'essential': False,
          'start_timeout': 60}]}
-    since = int(time.time()) - 1
+    since = time.time()
     proc = _module_process(args)
     try:
         init_id = wait_for(lambda: _running(engine, cluster, 'init'), timeout=60)
@@ -262,6 +265,9 @@ def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine,
     assert sorted(n for n, _s, _l in task_containers(engine, cluster)) == ['%s-init' % cluster]
     rows = store_rows(store_path)['tasks']
     assert len(rows) == 1 and 'PENDING' in rows[0], rows           # the store knows the start was cut short
+    wait_for(lambda: state(engine, init_id)['Status'] == 'exited', timeout=30)
+    listed = module_runner('ecs_task_info', {'store_path': store_path, 'cluster': cluster})['tasks']
+    assert [(t['name'], t['last_status']) for t in listed] == [(cluster, 'PENDING')]
 
     r = converge(name=cluster, containers=args['containers'])
     assert not r.failed and r['task']['last_status'] == 'RUNNING', r.get('msg') or r['task']['stopped_reason']
@@ -289,7 +295,7 @@ def test_a_pass_that_runs_out_of_time_leaves_the_task_to_the_next(engine, cluste
             {'name': 'job', 'image': IMAGE, 'command': ['sh', '-c', 'sleep %d' % seconds], 'essential': False,
              'start_timeout': timeout}]}
     first, second = task('%s-a' % cluster, 4, 5), task('%s-b' % cluster, 5, 7)
-    since = int(time.time()) - 1
+    since = time.time()
     started = time.time()
     r = converge(tasks=[first, second])
     took = time.time() - started
@@ -308,3 +314,53 @@ def test_a_pass_that_runs_out_of_time_leaves_the_task_to_the_next(engine, cluste
     assert [c['runtime_id'] for c in views[second['name']]['containers'] if c['name'] == 'job'] == [job_id]
     assert sorted(starts(engine, cluster, since)) == ['app', 'app', 'job', 'job']
     assert not converge(tasks=[first, second])['changed']
+
+
+# --- check and diff mode, a changed order, the stop ---------------------------------------------------------
+
+TRAPS_TERM = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
+
+
+def test_check_and_diff_mode_a_changed_order_replaces_the_task_and_the_stop_goes_in_reverse(engine, cluster,
+                                                                                            converge, store_path):
+    def containers(condition):
+        return [{'name': 'app', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3,
+                 'depends_on': [{'container_name': 'db', 'condition': condition}]},
+                {'name': 'db', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3, 'essential': False,
+                 'health_check': {'command': ['CMD-SHELL', 'true'], 'interval': 5, 'retries': 1}},
+                {'name': 'side', 'image': IMAGE, 'command': TRAPS_TERM, 'stop_timeout': 3, 'essential': False,
+                 'depends_on': [{'container_name': 'app', 'condition': 'START'}]}]
+    before = host_snapshot(engine, store_path, scope(cluster))
+    planned = converge(check=True, diff=True, name=cluster, containers=containers('START'))
+    assert planned['changed'] and planned['task']['last_status'] == 'PENDING'
+    key = '%s/%s' % (cluster, cluster)
+    assert planned['diff']['before'][key] is None
+    assert [c['name'] for c in planned['diff']['after'][key]['containers']] == ['app', 'db', 'side']
+    assert host_snapshot(engine, store_path, scope(cluster)) == before        # check mode touched nothing
+    since = time.time()
+    first = converge(diff=True, name=cluster, containers=containers('START'))
+    assert first['task']['last_status'] == 'RUNNING' and starts(engine, cluster, since) == ['db', 'app', 'side']
+    assert not converge(check=True, diff=True, name=cluster, containers=containers('START'))['changed']
+    # The order is part of the spec: a changed condition replaces the containers (in check mode: planned only).
+    planned = converge(check=True, diff=True, name=cluster, containers=containers('HEALTHY'))
+    assert planned['changed'] and ids_of(planned) != ids_of(first)
+    assert ids_of(converge(check=True, name=cluster, containers=containers('START'))) == ids_of(first)
+    since = time.time()
+    second = converge(diff=True, name=cluster, containers=containers('HEALTHY'))
+    assert second['changed'] and second['task']['last_status'] == 'RUNNING'
+    assert second['task']['changed_fields'] == ['containers[app].depends_on']
+    assert second['diff']['after'][key]['changed_fields'] == ['containers[app].depends_on']
+    assert set(ids_of(second).values()).isdisjoint(ids_of(first).values())
+    assert starts(engine, cluster, since) == ['db', 'app', 'side']
+    db = state(engine, ids_of(second)['db'])
+    assert epoch(state(engine, ids_of(second)['app'])['StartedAt']) >= \
+        min(epoch(h['End']) for h in db['Health']['Log'] if h['ExitCode'] == 0)
+    # The stop goes in the reverse order of the start, each container given its stop timeout.
+    time.sleep(0.5)
+    since = time.time()
+    assert converge(name=cluster, state='stopped')['task']['last_status'] == 'STOPPED'
+    events = engine.api.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
+                               filters={'event': 'die', 'label': scope(cluster)})
+    died = sorted((e for e in events if e['timeNano'] >= since * 1e9), key=lambda e: e['timeNano'])
+    assert [e['Actor']['Attributes']['drover.container'] for e in died] == ['side', 'app', 'db']
+    assert [e['Actor']['Attributes']['exitCode'] for e in died] == ['0', '0', '0']     # TERM, not the kill
