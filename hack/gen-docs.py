@@ -62,7 +62,11 @@ def _engine(setting):
                'capabilities': '`CapAdd`, `CapDrop` (`NET_RAW` dropped unless added)',
                'mount_points': '`Binds` (the task volume\'s host path or engine volume)',
                'docker_labels': '`Labels` (the collection\'s `drover.*` win)',
-               'start_timeout': 'label `drover.start-timeout`', 'memory': '`Memory`',
+               'start_timeout': 'label `drover.start-timeout`; bounds the wait of the containers that depend on it',
+               'depends_on': 'the start order: a start waits for each condition (see "Container order")',
+               'repository_credentials': 'the pull of its image: the username and password of a Secrets Manager '
+                                         'secret, read as the execution role',
+               'memory': '`Memory`',
                'memory_reservation': '`MemoryReservation`', 'max_swap': '`MemorySwap` (= memory + max_swap)',
                'name': 'the container name `<task>-<name>`', 'image': '`Image` (pulled as `pull` says)',
                'log_configuration': '`LogConfig` (after the host\'s `log_drivers` and `log_driver_map`)',

@@ -453,9 +453,44 @@ options:
         - Unset, a stopping task's container is killed at once.
         - ECS C(stopTimeout).
         type: int
+      depends_on:
+        description:
+        - Other containers of the task this one waits for before it starts, each with the condition it waits for (ECS
+          C(dependsOn)). The task's containers start in that order (and after the ones they link to or take volumes from);
+          they stop in the reverse order, each with its O(containers[].stop_timeout).
+        - 'V(START): the other container was started. V(COMPLETE): it exited, with any code. V(SUCCESS): it exited with
+          code 0; any other code stops the task. V(HEALTHY): its O(containers[].health_check) passed.'
+        - V(COMPLETE) and V(SUCCESS) name a container that is not essential; V(HEALTHY) one with a health check. A name
+          that is not another container of the task, or containers that wait for each other in a cycle, are refused.
+        - 'The other container''s O(containers[].start_timeout) bounds the wait: when it has not reached the condition
+          that long after it started, the task stops with a reason that names it and the condition. A container that ran
+          to completion stays exited: it is not started again, and its exit does not stop the task (it is not essential).'
+        - ECS C(dependsOn).
+        type: list
+        elements: dict
+        suboptions:
+          container_name:
+            description:
+            - The other container's name in the task.
+            - ECS C(containerName).
+            type: str
+            required: true
+          condition:
+            description:
+            - What this container waits for.
+            - ECS C(condition).
+            type: str
+            required: true
+            choices:
+            - START
+            - COMPLETE
+            - SUCCESS
+            - HEALTHY
       start_timeout:
         description:
-        - How long a container waits for its dependencies (ECS C(dependsOn)); kept with the container as the label C(drover.start-timeout).
+        - How long the containers that depend on this one (O(containers[].depends_on)) wait, from its start, for it to
+          reach the condition they wait for, in seconds; V(180) (3 minutes, as ECS) when unset.
+        - Kept with the container as the label C(drover.start-timeout).
         - ECS C(startTimeout).
         type: int
       repository_credentials:

@@ -24,6 +24,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as e
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
@@ -145,7 +146,8 @@ def _cred_id_clashes(tasks, observed, registered):
 class Pass:
     """One converge of a set of declared tasks on one host."""
 
-    def __init__(self, engine, store, check_mode, holders=(), clock=time.time, ledger=None, gpu=None, aws_options=None):
+    def __init__(self, engine, store, check_mode, holders=(), clock=time.time, ledger=None, gpu=None, aws_options=None,
+                 order_wait=None, sleep=time.sleep):
         self.engine = engine
         self.store = store
         self.check_mode = check_mode
@@ -162,6 +164,8 @@ class Pass:
         self._key = None              # the host key of the credential tokens, read (or made) at first need
         self.cgroups = None           # the host's cgroups, at first need
         self.task_volumes = {}        # (cluster, task) -> names of the engine volumes of the task (one listing)
+        self.order_wait = order_wait  # seconds the pass may still wait for its tasks' orders, all together (None: no bound)
+        self.sleep = sleep
 
     def _cgroups(self):
         if self.cgroups is None:
@@ -377,11 +381,13 @@ class Pass:
             raise EngineError('%s is not on the host and pull is never' % image)
         self.engine.pull(image, self._auth_for(decl, image, credentials))
 
-    def _start_run(self, decl, resume=()):
+    def _start_run(self, decl, resume=(), record=None):
         """Build the task network (awsvpc), then start the containers in order; on any failure remove what
-        started and tear the network down. Returns (container views, failure reason or None, network view).
+        started and tear the network down. Returns (container views, failure reason or None, network view, cut).
         `resume`: the containers a cut-short start of this run made: a running one is kept as it is (its GPUs
-        and credential ID with it), a created one is started, the missing ones are made."""
+        and credential ID with it), one that ran to its end stays exited (never started twice), a created one is
+        started, the missing ones are made. A container waits for its dependencies (the order decider); `cut`:
+        the pass's time to wait ran out first, the run stays PENDING and the next pass goes on with it."""
         kept = dict((o['labels'].get('drover.container'), o) for o in resume)
         made = []
         views = []
@@ -401,13 +407,13 @@ class Pass:
                 network_mode = 'container:%s' % netview['holder_id']
             except (net.NetError, EngineError, PoolExhausted) as exc:
                 self._teardown_network(decl)
-                return self._failed_views(decl), plan_mod.reason_network(exc), None
+                return self._failed_views(decl), plan_mod.reason_network(exc), None, False
         try:
             self._level_present(decl)
         except (EngineError, cgroup_mod.CgroupError) as exc:
             self._teardown_level(decl)
             self._teardown_network(decl)
-            return self._failed_views(decl), plan_mod.reason_start(exc), None
+            return self._failed_views(decl), plan_mod.reason_start(exc), None, False
         if decl.task_role_arn:
             task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
             self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
@@ -418,63 +424,135 @@ class Pass:
             if uuids and self.ledger.adopt('%s/%s' % (self.gpu_task(decl), name), self.gpu_task(decl), uuids)[1]:
                 self.engine.remove(obs['id'])
                 del kept[name]
-        for spec in settings.start_order(decl.containers):
-            obs = kept.get(spec.name)
-            if obs is not None:
-                try:
-                    if plan_mod.container_status(obs) == plan_mod.PENDING:
-                        self.engine.start(obs['id'])
-                except EngineError as exc:
-                    made.append(obs['id'])
-                    reason = plan_mod.reason_start(exc)
+        by_name = dict((c.name, c) for c in decl.containers)
+        started = dict((name, obs['id']) for name, obs in kept.items()
+                       if plan_mod.container_status(obs) != plan_mod.PENDING)
+        made.extend(started.values())
+        watched = order_mod.watched(decl.containers)
+        facts, gpus = {}, {}
+        cut = False
+        while reason is None:
+            now = self.clock()
+            follow = set(watched)
+            essentials = set(c.name for c in decl.containers if c.essential)
+            facts = self._facts(started, follow | (essentials if follow else set()))
+            nxt = order_mod.step(decl.containers, set(started), facts, now)
+            if nxt.failure:
+                reason = nxt.failure
+                break
+            if nxt.done:
+                break
+            if not nxt.ready:
+                bounds = [b for b in (nxt.deadline, None if self.order_wait is None else now + self.order_wait)
+                          if b is not None]
+                limit = min(bounds) if bounds else now
+                if now >= limit:
+                    cut = True           # the next pass goes on from here
                     break
-                made.append(obs['id'])
-                views.append({'name': spec.name, 'image': spec.image, 'runtime_id': obs['id'], 'last_status': 'RUNNING',
-                              'exit_code': None, 'gpu_ids': plan_mod.gpu_ids(obs['labels'])})
+                self.sleep(min(order_mod.ORDER_POLL, max(limit - now, 0.01)))
+                if self.order_wait is not None:
+                    self.order_wait -= self.clock() - now
                 continue
-            try:
-                self._ensure_image(decl, spec.image, spec.repository_credentials)
-            except EngineError as exc:
-                reason = plan_mod.reason_pull(exc)
-                break
-            uuids, error = self._gpus_for(decl, spec)
-            if error:
-                reason = plan_mod.reason_start(error)
-                break
-            labels = labels_for(decl, spec)
-            environment = dict(spec.environment)         # a copy: the declaration is never changed
-            if cred_id:
-                labels['drover.cred-id'] = cred_id
-                labels[credtoken.KEY_LABEL] = credtoken.fingerprint(self.host_key(create=True))
-                environment.update(self._credential_env(decl, cred_id))
-            if uuids:
-                labels['drover.gpus'] = ','.join(uuids)
-            environment, device_requests = self._delivery(uuids, environment)
-            config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
-            host.update(self._task_host(decl, spec))
-            more_labels.update(labels)                   # the collection's own labels win
-            try:
-                cid = self.engine.create(
-                    container_name(decl, spec), spec.image, more_labels, environment=environment,
-                    ports=spec.port_mappings if decl.network is None and decl.network_mode != 'host' else None, network_mode=network_mode,
-                    device_requests=device_requests, config=config, host=host)
-                made.append(cid)
-                self.engine.start(cid)
-            except EngineError as exc:
-                reason = plan_mod.reason_start(exc)
-                break
-            views.append({'name': spec.name, 'image': spec.image, 'runtime_id': cid, 'last_status': 'RUNNING',
-                          'exit_code': None, 'gpu_ids': list(uuids)})
+            spec = by_name[nxt.ready[0]]
+            cid, gpus[spec.name], reason = self._start_one(decl, spec, kept.get(spec.name), cred_id, network_mode, made)
+            if reason is None:
+                started[spec.name] = cid
+                if watched:
+                    self._progress(decl, started, gpus, record)
+        for name, cid in started.items():
+            f = facts.get(name)
+            spec = by_name[name]
+            obs = kept.get(name)
+            exited = f is not None and f['state'] == order_mod.EXITED
+            if obs is not None and plan_mod.container_status(obs) == plan_mod.STOPPED and f is None:
+                exited, f = True, {'exit_code': obs.get('exit_code')}
+            views.append({'name': name, 'image': spec.image, 'runtime_id': cid,
+                          'last_status': plan_mod.STOPPED if exited else plan_mod.RUNNING,
+                          'exit_code': f['exit_code'] if exited else None,
+                          'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ()))})
         if reason is not None:
-            for cid in made:
+            for cid in reversed(made):
                 self.engine.remove(cid)
             self.ledger.release(self.gpu_task(decl))
             self.store.delete_credentials(decl.cluster, decl.name)
             self._teardown_level(decl)
             self._teardown_network(decl)
-            return self._failed_views(decl), reason, None
+            return self._failed_views(decl), reason, None, False
         declared = [c.name for c in decl.containers]
-        return sorted(views, key=lambda v: declared.index(v['name'])), None, netview
+        if cut:
+            views.extend(plan_mod.declared_view(c, plan_mod.PENDING) for c in decl.containers if c.name not in started)
+        return sorted(views, key=lambda v: declared.index(v['name'])), None, netview, cut
+
+    @staticmethod
+    def _waits(decl, views):
+        """(container, dependency, condition) of what a cut-short ordered start still waits for."""
+        started = set(v['name'] for v in views if v['last_status'] != plan_mod.PENDING)
+        return [(c.name, other, cond) for c in decl.containers if c.name not in started
+                for other, cond in order_mod.deps(c) if cond in order_mod.WATCHED and other in started]
+
+    def _facts(self, started, names):
+        """The facts of the started containers among `names` (their state, exit code, health, start)."""
+        out = {}
+        for name in sorted(names):
+            if name in started:
+                out[name] = order_mod.fact(self.engine.inspect(started[name]))
+        return out
+
+    def _progress(self, decl, started, gpus, record):
+        """An ordered start records each container it started, so that a pass killed while it waits is taken up
+        by the next one (the PENDING record and its containers)."""
+        views = []
+        for c in decl.containers:
+            if c.name in started:
+                views.append({'name': c.name, 'image': c.image, 'runtime_id': started[c.name],
+                              'last_status': plan_mod.RUNNING, 'exit_code': None, 'gpu_ids': list(gpus.get(c.name, ()))})
+            else:
+                views.append(plan_mod.declared_view(c, plan_mod.PENDING))
+        if record is not None:
+            self._put(dict(record, containers=views), self.clock())
+
+    def _start_one(self, decl, spec, obs, cred_id, network_mode, made):
+        """Start one container of the run: one a cut-short start made (created, not started), or a new one.
+        Returns (container id, its GPUs, failure reason or None)."""
+        if obs is not None:
+            made.append(obs['id'])
+            try:
+                self.engine.start(obs['id'])
+            except EngineError as exc:
+                return None, (), plan_mod.reason_start(exc)
+            return obs['id'], plan_mod.gpu_ids(obs['labels']), None
+        try:
+            self._ensure_image(decl, spec.image, spec.repository_credentials)
+        except EngineError as exc:
+            return None, (), plan_mod.reason_pull(exc)
+        uuids, error = self._gpus_for(decl, spec)
+        if error:
+            return None, (), plan_mod.reason_start(error)
+        labels = labels_for(decl, spec)
+        environment = dict(spec.environment)         # a copy: the declaration is never changed
+        if cred_id:
+            labels['drover.cred-id'] = cred_id
+            labels[credtoken.KEY_LABEL] = credtoken.fingerprint(self.host_key(create=True))
+            environment.update(self._credential_env(decl, cred_id))
+        if uuids:
+            labels['drover.gpus'] = ','.join(uuids)
+        environment, device_requests = self._delivery(uuids, environment)
+        config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
+        host.update(self._task_host(decl, spec))
+        more_labels.update(labels)                   # the collection's own labels win
+        try:
+            cid = self.engine.create(
+                container_name(decl, spec), spec.image, more_labels, environment=environment,
+                ports=spec.port_mappings if decl.network is None and decl.network_mode != 'host' else None,
+                network_mode=network_mode, device_requests=device_requests, config=config, host=host)
+        except EngineError as exc:
+            return None, uuids, plan_mod.reason_start(exc)
+        made.append(cid)
+        try:
+            self.engine.start(cid)
+        except EngineError as exc:
+            return None, uuids, plan_mod.reason_start(exc)
+        return cid, uuids, None
 
     @staticmethod
     def _names(decl):
@@ -552,8 +630,16 @@ class Pass:
             else:
                 self.warnings.extend(decl.warnings)
                 self._put(record, now)                   # PENDING: a cut-short start is found again
-                views, reason, netview = self._start_run(decl, plan.resume)
-                if reason is None:
+                views, reason, netview, cut = self._start_run(decl, plan.resume, record)
+                if cut:
+                    record = dict(record, containers=views)
+                    if netview is not None:
+                        record['network'] = netview
+                    waits = ', '.join('%s waits for %s (%s)' % w for w in self._waits(decl, views))
+                    self.warnings.append('task %s/%s: its containers start in order and this converge\'s time to wait '
+                                         'ran out (%s): the next converge goes on with it' % (decl.cluster, decl.name,
+                                                                                              waits))
+                elif reason is None:
                     record = dict(record, last_status='RUNNING', containers=views)
                     if netview is not None:
                         record['network'] = netview
@@ -690,7 +776,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
         now = clock()
         work = Pass(engine, store, check_mode, holders, clock, ledger,
                     {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))},
-                    {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')})
+                    {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')},
+                    # A pass waits for its tasks' orders, all together, at most the longest start timeout it needs.
+                    order_wait=order_mod.pass_wait([t.containers for t in tasks if t.state == 'running']))
         for vol in engine.volumes_labelled({'drover.scope': 'task', 'drover.cluster': None, 'drover.task': None}):
             key = (vol['labels'].get('drover.cluster'), vol['labels'].get('drover.task'))
             work.task_volumes.setdefault(key, []).append(vol['name'])
@@ -781,7 +869,8 @@ def _observed_record(key, observed, stored):
     if observed:
         views = [plan_mod.container_view(o) for o in observed]
         record['containers'] = sorted(views, key=lambda v: v['name'] or '')
-        if all(v['last_status'] != 'RUNNING' for v in views):
+        if all(v['last_status'] != 'RUNNING' for v in views) and record['last_status'] != 'PENDING':
+            # (A PENDING run whose order was cut short may hold only a container that ran to its end.)
             record['last_status'] = 'STOPPED'
         elif stored is None or record['last_status'] == 'STOPPED':
             record['last_status'] = 'RUNNING'

@@ -55,6 +55,8 @@ OWN_LABELS = 'drover.'
 # Health check defaults, as ECS has them (seconds, retries).
 HEALTH_DEFAULTS = (('interval', 30), ('timeout', 5), ('retries', 3), ('start_period', 0))
 NANO = 10 ** 9
+# The conditions a container waits for on another one of its task (ECS dependsOn).
+CONDITIONS = ('START', 'COMPLETE', 'SUCCESS', 'HEALTHY')
 
 Capabilities = collections.namedtuple('Capabilities', ('add', 'drop'))
 PortMapping = collections.namedtuple('PortMapping', ('container_port', 'host_port', 'protocol'))
@@ -410,8 +412,26 @@ SETTINGS = (
         'Seconds between the stop signal and the kill when the task stops (the engine\'s C(StopTimeout)); 2 to '
         '120.', 'Unset, a stopping task\'s container is killed at once.'], to='config.stop_timeout', low=2,
       high=120),
-    S('start_timeout', 'startTimeout', 'int', 'How long a container waits for its dependencies (ECS '
-      'C(dependsOn)); kept with the container as the label C(drover.start-timeout).', low=1),
+    S('depends_on', 'dependsOn', 'records', [
+        'Other containers of the task this one waits for before it starts, each with the condition it waits for '
+        '(ECS C(dependsOn)). The task\'s containers start in that order (and after the ones they link to or take '
+        'volumes from); they stop in the reverse order, each with its O(containers[].stop_timeout).',
+        'V(START): the other container was started. V(COMPLETE): it exited, with any code. V(SUCCESS): it exited '
+        'with code 0; any other code stops the task. V(HEALTHY): its O(containers[].health_check) passed.',
+        'V(COMPLETE) and V(SUCCESS) name a container that is not essential; V(HEALTHY) one with a health check. '
+        'A name that is not another container of the task, or containers that wait for each other in a cycle, '
+        'are refused.',
+        'The other container\'s O(containers[].start_timeout) bounds the wait: when it has not reached the '
+        'condition that long after it started, the task stops with a reason that names it and the condition. '
+        'A container that ran to completion stays exited: it is not started again, and its exit does not stop '
+        'the task (it is not essential).'], sub=(
+            U('container_name', 'containerName', 'str', 'The other container\'s name in the task.', required=True),
+            U('condition', 'condition', 'str', 'What this container waits for.', required=True,
+              choices=list(CONDITIONS)))),
+    S('start_timeout', 'startTimeout', 'int', [
+        'How long the containers that depend on this one (O(containers[].depends_on)) wait, from its start, for '
+        'it to reach the condition they wait for, in seconds; V(180) (3 minutes, as ECS) when unset.',
+        'Kept with the container as the label C(drover.start-timeout).'], low=1),
     S('repository_credentials', 'repositoryCredentials', 'record', [
         'Pull credentials for the container\'s image from AWS Secrets Manager (ECS\'s private registry '
         'authentication): the secret holds a JSON object with C(username) and C(password). It is read when the image '
@@ -437,7 +457,6 @@ Container = collections.namedtuple('Container', OPTIONS)
 
 # ECS container definition members that this release does not do yet or never does here, and why.
 ECS_REFUSED = {
-    'dependsOn': 'is not supported yet (container start order comes in a later release)',
     'secrets': 'is not supported yet (secrets from SSM and Secrets Manager come in a later release)',
     'environmentFiles': 'is not supported yet (environment files from S3 come in a later release)',
     'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
@@ -825,17 +844,24 @@ def _engine_value(option, value, c, names):
     return value
 
 
-def needs(c):
-    """The containers of the task that must exist before `c` is made: those it links to and those whose
-    volumes it takes (the engine resolves both when it creates `c`)."""
-    out = [link.partition(':')[0] for link in c.links or ()]
-    out.extend(dict(v)['source_container'] for v in c.volumes_from or ())
+def edges(c):
+    """(other container, option) for each container of the task that `c` needs first: those it links to and
+    those whose volumes it takes (the engine resolves both when it creates `c`), and those it depends on."""
+    out = [(link.partition(':')[0], 'links') for link in c.links or ()]
+    out.extend((dict(v)['source_container'], 'volumes_from') for v in c.volumes_from or ())
+    out.extend((dict(d)['container_name'], 'depends_on') for d in c.depends_on or ())
     return out
 
 
+def needs(c):
+    """The containers of the task that must be started before `c`."""
+    return [name for name, _option in edges(c)]
+
+
 def start_order(containers):
-    """The task's containers in the order they are made: each after the ones it needs (links, volumes_from),
-    as ECS's agent orders them; in the order declared otherwise. The references were checked (no cycle)."""
+    """The task's containers in the order they are made: each after the ones it needs (links, volumes_from,
+    depends_on), as ECS's agent orders them; in the order declared otherwise. The references were checked (no
+    cycle)."""
     done, out = set(), []
 
     def visit(c, by_name):
@@ -852,9 +878,10 @@ def start_order(containers):
 
 
 def check_references(containers, field, network_mode, volume_names, ecs=False):
-    """The references between a task's containers (links, volumes_from) and to its volumes (mount_points):
-    each names another container (or a volume) of the task, and none goes round in a cycle."""
+    """The references between a task's containers (links, volumes_from, depends_on) and to its volumes
+    (mount_points): each names another container (or a volume) of the task, and none goes round in a cycle."""
     names = set(c.name for c in containers)
+    by_name = dict((c.name, c) for c in containers)
     for i, c in enumerate(containers):
         at = _namer('%s[%d]' % (field, i), ecs)
         for j, v in enumerate(c.volumes_from or ()):
@@ -872,20 +899,43 @@ def check_references(containers, field, network_mode, volume_names, ecs=False):
                 raise SpecError('%s %r is not a volume of the task (volumes: %s)'
                                 % (_member(at, 'mount_points', j, 'source_volume'), src,
                                    ', '.join(sorted(volume_names)) or 'none'))
-    by_name = dict((c.name, c) for c in containers)
+        for j, dep in enumerate(c.depends_on or ()):
+            dep = dict(dep)
+            other = dep['container_name']
+            if other not in names or other == c.name:
+                raise SpecError('%s %r is not another container of the task (containers: %s)'
+                                % (_member(at, 'depends_on', j, 'container_name'), other,
+                                   ', '.join(sorted(names - {c.name})) or 'none'))
+            if dep['condition'] in ('COMPLETE', 'SUCCESS') and by_name[other].essential:
+                raise SpecError('%s %s: container %s is essential; %s waits for it to exit, and an essential '
+                                'container that exits stops the task (declare it essential: false)'
+                                % (_member(at, 'depends_on', j, 'condition'), dep['condition'], other,
+                                   dep['condition']))
+            if dep['condition'] == 'HEALTHY' and by_name[other].health_check is None:
+                raise SpecError('%s HEALTHY: container %s has no health check (%s) to pass'
+                                % (_member(at, 'depends_on', j, 'condition'), other,
+                                   _namer('%s[%d]' % (field, [x.name for x in containers].index(other)),
+                                          ecs)('health_check')))
     for i, c in enumerate(containers):
         seen = set()
-        todo = [(c.name, [c.name])]
+        todo = [(c.name, [c.name], ())]
         while todo:
-            name, path = todo.pop()
-            for other in needs(by_name[name]):
+            name, path, kinds = todo.pop()
+            for other, option in edges(by_name[name]):
                 if other == c.name:
                     at = _namer('%s[%d]' % (field, i), ecs)
+                    steps = list(zip(path, kinds + (option,)))
+                    waits = [who for who, kind in steps if kind == 'depends_on']
+                    if waits:
+                        k = [x.name for x in containers].index(waits[0])
+                        raise SpecError('%s goes round in a cycle (%s): containers that wait for each other never '
+                                        'start' % (_namer('%s[%d]' % (field, k), ecs)('depends_on'),
+                                                   ' -> '.join(path + [other])))
                     raise SpecError('%s and %s go round in a cycle (%s): each needs the other to exist first'
                                     % (at('links'), at('volumes_from'), ' -> '.join(path + [other])))
                 if other not in seen:
                     seen.add(other)
-                    todo.append((other, path + [other]))
+                    todo.append((other, path + [other], kinds + (option,)))
 
 
 def _member(at, option, index, member):

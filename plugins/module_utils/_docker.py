@@ -142,7 +142,8 @@ class Engine:
         return out
 
     def inspect(self, container_id):
-        """The container's state: exit_code, oom_killed, started_at, finished_at, error; None if gone."""
+        """The container's state: exit_code, oom_killed, started_at, finished_at, error, health (the status of its
+        health check: starting, healthy, unhealthy; None without one); None if gone."""
         try:
             info = self.api.inspect_container(container_id)
         except docker_errors.NotFound:
@@ -158,6 +159,7 @@ class Engine:
             'started_at': state.get('StartedAt'),
             'finished_at': state.get('FinishedAt'),
             'error': state.get('Error') or None,
+            'health': (state.get('Health') or {}).get('Status') or None,
         }
 
     def logs(self, container_id, tail='all'):

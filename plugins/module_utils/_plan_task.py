@@ -258,10 +258,12 @@ def plan_task(decl, observed, stored, now):
 
     if observed and (any(container_status(o) == PENDING for o in observed)
                      or (stored is not None and stored.get('last_status') == PENDING)):
-        # A start that was cut short (a converge killed mid-start). What it made is of the current
-        # declaration (a stale one was replaced above): when none of it has stopped, the start goes on from
-        # where it was cut - nothing already started starts twice. Else the run is cleared and started again.
-        if any(container_status(o) == STOPPED for o in observed):
+        # A start that was cut short (a converge killed mid-start, or one whose time to wait for the task's
+        # order ran out). What it made is of the current declaration (a stale one was replaced above): when no
+        # essential container of it has stopped, the start goes on from where it was cut - nothing already
+        # started starts twice (a container that is not essential and ran to its end stays exited: the
+        # containers that depend on it may be waiting for just that). Else the run is cleared and started again.
+        if any(container_status(o) == STOPPED and o['labels'].get('drover.essential') != 'false' for o in observed):
             plan.remove = list(observed)
             _new_run(plan, decl, stored, now, keep_streak=True)
         else:

@@ -20,6 +20,12 @@ description:
   - A task goes C(PENDING) -> C(RUNNING) -> C(STOPPED) and never back; running it again is a new run.
     When an essential container exits, the whole task stops with the reason
     C(container <name> exited (<code>)) and its containers are removed; the exit codes are kept.
+  - Containers start in order, each after the ones it links to, takes volumes from or depends on
+    (O(containers[].depends_on), ECS C(dependsOn) with C(START), C(COMPLETE), C(SUCCESS), C(HEALTHY)), and stop
+    in the reverse order. A dependency that fails stops the task with a reason that names it, the condition
+    and the container that waited for it. A converge waits for
+    its tasks' orders at most the longest O(containers[].start_timeout) it needs; a task whose order is not done
+    by then stays C(PENDING) and the next converge goes on with it, starting no container twice.
   - Whether a stopped task runs again is its O(restart) policy. The first stop of a streak runs again at
     once, in the same pass that reports it; a task that keeps stopping is held back before each further
     run, 30 s before the second, doubling up to 600 s.

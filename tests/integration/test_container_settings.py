@@ -26,9 +26,9 @@ SLEEP = ['sleep', '3600']
 # A command that ends at once on TERM (a sleep as PID 1 ignores it, and its stop would wait for the kill).
 TERMINATES = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
 
-# Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py): the container's identity,
-# whether the task stops with it, its GPUs.
-ELSEWHERE = ('name', 'image', 'essential', 'gpu')
+# Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py, test_ecs_task_order.py): the
+# container's identity, whether the task stops with it, its GPUs, the order it starts in.
+ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on')
 
 
 # --- the cases -------------------------------------------------------------------------------------------

@@ -11,7 +11,13 @@ repositories) through the real ecs_task module.
 3. The eligible documents accepted in check mode converge for real, on stand-in images: one per image name
    the documents use, built here FROM the test busybox image, with each executable a document runs (its
    entry point, else its command) as a script that sleeps, and each executable its health check names as
-   one that succeeds. Every field the document declares that the engine can show is checked in
+   one that succeeds. A container that another one waits for with COMPLETE or SUCCESS (dependsOn) must end:
+   its executable's stand-in ends (exit 0) when called with that container's arguments and sleeps otherwise;
+   so does a shell the image's containers run when it is called as a CMD-SHELL health check (`sh -c <check>`).
+   A container that is not essential and ran such an ending run is expected to have exited with 0. A document
+   that gives its image's entry point only arguments (a command that starts with an option, no entry point)
+   gets a stand-in with an entry point that sleeps, as the real image has one of its own. dependsOn is checked
+   in inspect too: each container started after its dependencies met their conditions. Every field the document declares that the engine can show is checked in
    `docker inspect` against an expected value derived from the document (EXPECT, one function per ECS
    field), then the tasks are purged and nothing of them may be left.
 
@@ -47,6 +53,7 @@ import yaml
 from helpers import IMAGE, ROOT, host_snapshot, netns_list
 
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
+from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.modules import ecs_task
 
@@ -54,12 +61,18 @@ CORPUS = os.path.normpath(os.path.join(ROOT, '..', 'shared', 'ecs-task-definitio
 # Of the eligible documents, the share ecs_task accepts in check mode must reach ACCEPTED_GOAL. Until the
 # features that close the gap are merged, the floor measured is asserted (ACCEPTED_FLOOR) and the gap printed.
 ACCEPTED_GOAL = 0.95
-ACCEPTED_FLOOR = 42
+ACCEPTED_FLOOR = 44
 # The real converges together: seconds.
 REAL_BUDGET_S = 180
 STANDIN_LABEL = 'drover.test.corpus-standin'
 SLEEPER = '#!/bin/busybox sh\nexec /bin/busybox sleep 3600\n'
 SUCCEEDS = '#!/bin/busybox sh\nexit 0\n'
+# A stand-in that ends (exit 0) when its arguments are those of a run that must end - a container another one
+# waits for with COMPLETE or SUCCESS, or a CMD-SHELL health check through a shell the image's containers also run
+# - and sleeps otherwise: `%s` is the case patterns.
+# The entry point of a stand-in whose documents give only arguments (only_arguments): it sleeps.
+STANDIN_ENTRY = '/drover-standin-entry'
+SOMETIMES = '#!/bin/busybox sh\ncase "$*" in\n  %s) exit 0 ;;\nesac\nexec /bin/busybox sleep 3600\n'
 MIB = 1024 * 1024
 NANO = 10 ** 9
 # Document fields with no effect the engine shows (they are accepted, and nothing is checked for them).
@@ -339,7 +352,47 @@ def executables(cd):
     return runs, checks
 
 
-def _context(runs, checks):
+def _quoted(text):
+    return "'%s'" % text.replace("'", "'\\''")
+
+
+def ends(td):
+    """(image, path, arguments) of the runs of a document that must end: the entry point (else command) of each
+    container another one waits for with COMPLETE or SUCCESS (the stand-in of a sleeper would never end), and the
+    shell of each CMD-SHELL health check (`sh -c <check>`)."""
+    out = set()
+    waited = set(d.get('containerName') for cd in td['containerDefinitions'] for d in cd.get('dependsOn') or ()
+                 if d.get('condition') in ('COMPLETE', 'SUCCESS'))
+    for cd in td['containerDefinitions']:
+        test = (cd.get('healthCheck') or {}).get('command') or []
+        if len(test) > 1 and test[0] == 'CMD-SHELL':
+            out.add((canonical(cd['image']), '/bin/sh', '-c %s' % test[1]))
+        if cd['name'] not in waited:
+            continue
+        entry = [str(a) for a in cd.get('entryPoint') or () if a != '']
+        argv = entry + [str(a) for a in cd.get('command') or []]
+        path = _exe_path(argv[0], cd.get('workingDirectory')) if argv else None
+        if path:
+            out.add((canonical(cd['image']), path, ' '.join(argv[1:])))
+    return out
+
+
+def _ends_here(td, container):
+    """Whether the engine's `container` runs one of the runs of `td` that must end (ends())."""
+    config = container.attrs['Config']
+    argv = list(config.get('Entrypoint') or []) + list(config.get('Cmd') or [])
+    path = _exe_path(argv[0], config.get('WorkingDir')) if argv else None
+    return (canonical(config['Image']), path, ' '.join(argv[1:])) in ends(td)
+
+
+def only_arguments(cd):
+    """Whether a container gives its image's entry point only arguments (no entryPoint, a command that starts
+    with an option): the real image has an entry point of its own."""
+    command = cd.get('command') or []
+    return not [a for a in cd.get('entryPoint') or () if a != ''] and bool(command) and str(command[0]).startswith('-')
+
+
+def _context(runs, checks, ending=(), entry=False):
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode='w') as tar:
         def add(name, text, mode=0o644):
@@ -347,11 +400,16 @@ def _context(runs, checks):
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(raw), mode
             tar.addfile(info, io.BytesIO(raw))
-        add('Dockerfile', 'FROM %s\nCOPY stubs/ /\nCMD ["sleep", "3600"]\nLABEL %s=1\n' % (IMAGE, STANDIN_LABEL))
+        entry_line = 'ENTRYPOINT ["%s"]\n' % STANDIN_ENTRY if entry else ''
+        add('Dockerfile', 'FROM %s\nCOPY stubs/ /\n%sCMD ["sleep", "3600"]\nLABEL %s=1\n'
+            % (IMAGE, entry_line, STANDIN_LABEL))
+        if entry:
+            add('stubs' + STANDIN_ENTRY, SLEEPER, 0o755)
         for path in sorted(checks - runs):
             add('stubs' + path, SUCCEEDS, 0o755)
         for path in sorted(runs):
-            add('stubs' + path, SLEEPER, 0o755)
+            patterns = sorted(args for where, args in ending if where == path)
+            add('stubs' + path, SOMETIMES % '|'.join(_quoted(a) for a in patterns) if patterns else SLEEPER, 0o755)
         if not runs and not checks:
             add('stubs/.corpus-standin', '')
     data.seek(0)
@@ -379,7 +437,12 @@ def standins(engine):
 
     def build(tds):
         wanted = collections.defaultdict(lambda: (set(), set()))
+        ending = collections.defaultdict(set)
+        entries = set()
         for td in tds:
+            entries.update(canonical(cd['image']) for cd in td['containerDefinitions'] if only_arguments(cd))
+            for image, path, args in ends(td):
+                ending[image].add((path, args))
             for cd in td['containerDefinitions']:
                 runs, checks = executables(cd)
                 wanted[canonical(cd['image'])][0].update(runs)
@@ -387,7 +450,8 @@ def standins(engine):
         for image, (runs, checks) in sorted(wanted.items()):
             if image in made:
                 continue
-            built = engine.images.build(fileobj=_context(runs, checks), custom_context=True, tag=image,
+            built = engine.images.build(fileobj=_context(runs, checks, ending[image], image in entries), custom_context=True,
+                                        tag=image,
                                         pull=False, rm=True, forcerm=True)[0]
             made[image] = built.id
         return made
@@ -560,7 +624,8 @@ def expect_health_check(cd, ctx):
     want = {'Test': list(hc['command']), 'Interval': hc.get('interval', 30) * NANO,
             'Timeout': hc.get('timeout', 5) * NANO, 'Retries': hc.get('retries', 3),
             'StartPeriod': hc.get('startPeriod', 0) * NANO}
-    return [('healthCheck.%s' % k, v, got.get(k)) for k, v in sorted(want.items())]
+    # The engine leaves a zero duration out of inspect (omitempty): absent is 0 there.
+    return [('healthCheck.%s' % k, v, got.get(k, 0 if k == 'StartPeriod' else None)) for k, v in sorted(want.items())]
 
 
 def expect_stop_timeout(cd, ctx):
@@ -569,6 +634,30 @@ def expect_stop_timeout(cd, ctx):
 
 def expect_start_timeout(cd, ctx):
     return [('startTimeout', str(cd['startTimeout']), (ctx['c']['Config']['Labels'] or {}).get('drover.start-timeout'))]
+
+
+def _passed_at(state, condition):
+    """When a dependency met `condition` (seconds), from its inspected state; None when it has not."""
+    if condition == 'START':
+        return epoch(state['StartedAt'])
+    if condition == 'HEALTHY':
+        passed = [epoch(h['End']) for h in (state.get('Health') or {}).get('Log') or () if h['ExitCode'] == 0]
+        return min(passed) if passed else None
+    if state['Status'] != 'exited' or (condition == 'SUCCESS' and state['ExitCode'] != 0):
+        return None
+    return epoch(state['FinishedAt'])
+
+
+def expect_depends_on(cd, ctx):
+    """The container started once each dependency met its condition (after it started, ended, passed its check)."""
+    me = epoch(ctx['c']['State']['StartedAt'])
+    out = []
+    for dep in cd['dependsOn']:
+        other = ctx['engine'].api.inspect_container('%s-%s' % (ctx['task'], dep['containerName']))['State']
+        when = _passed_at(other, dep['condition'])
+        out.append(('dependsOn %s %s' % (dep['containerName'], dep['condition']), True,
+                    when is not None and me is not None and me >= when))
+    return out
 
 
 def expect_essential(cd, ctx):
@@ -646,7 +735,7 @@ EXPECT = collections.OrderedDict([
     ('readonlyRootFilesystem', expect_readonly_root), ('dockerSecurityOptions', expect_security_options),
     ('systemControls', expect_system_controls), ('pseudoTerminal', expect_pseudo_terminal),
     ('interactive', expect_interactive), ('healthCheck', expect_health_check),
-    ('stopTimeout', expect_stop_timeout), ('startTimeout', expect_start_timeout),
+    ('stopTimeout', expect_stop_timeout), ('startTimeout', expect_start_timeout), ('dependsOn', expect_depends_on),
     ('logConfiguration', expect_log_configuration),
     ('linuxParameters.capabilities', expect_capabilities), ('linuxParameters.devices', expect_devices),
     ('linuxParameters.initProcessEnabled', expect_init), ('linuxParameters.sharedMemorySize', expect_shm),
@@ -768,7 +857,7 @@ def verify(engine, name, td, log_map):
         net = c
         if c['HostConfig']['NetworkMode'].startswith('container:'):
             net = engine.api.inspect_container(c['HostConfig']['NetworkMode'].split(':', 1)[1])
-        ctx = {'c': c, 'net': net, 'task': name, 'mode': mode, 'log_map': log_map}
+        ctx = {'c': c, 'net': net, 'task': name, 'mode': mode, 'log_map': log_map, 'engine': engine}
         made = []
         for key, expect in EXPECT.items():
             value = cd.get(key) if '.' not in key else (cd.get('linuxParameters') or {}).get(key.split('.', 1)[1])
@@ -842,12 +931,13 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
     digests = [i for i in accepted if any('@' in cd['image'] for cd in normalized[i]['containerDefinitions'])]
     busy = [i for i in accepted if i not in binds + devices + digests and busy_ports(normalized[i])]
     real = [i for i in accepted if i not in binds and i not in devices and i not in digests and i not in busy]
+    ordered = [i for i in real if any(cd.get('dependsOn') for cd in normalized[i]['containerDefinitions'])]
     started = time.time()
     standins([normalized[i] for i in real])
     built = time.time() - started
     log_map = ecs_task_log_map()
     netns_before = netns_list()
-    checks, failures, unchecked, not_running, cgroups = [], [], {}, [], set()
+    checks, failures, unchecked, not_running, cgroups, ended = [], [], {}, [], set(), []
     groups = batches(real, normalized)
     for group in groups:
         args = {'allow_privileged': True}
@@ -860,9 +950,15 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
         assert not r.failed and not crashed(r), 'converge of %s: %s' % (group['ids'], r.get('msg'))
         time.sleep(1)
         for view in r['tasks']:
-            statuses = dict((c.name, c.status) for c in engine.containers.list(
-                all=True, filters={'label': ['drover.cluster=%s' % cluster, 'drover.task=%s' % view['name']]}))
-            if view['last_status'] != 'RUNNING' or any(s != 'running' for s in statuses.values()):
+            listed = engine.containers.list(
+                all=True, filters={'label': ['drover.cluster=%s' % cluster, 'drover.task=%s' % view['name']]})
+            statuses = dict((c.name, c.status) for c in listed)
+            # A container that is not essential and whose run ends (ends()) ran to its end, with code 0, as the
+            # document's own command does: the containers waiting for it started after that.
+            done = set(c.name for c in listed if c.status == 'exited' and c.attrs['State']['ExitCode'] == 0
+                       and c.labels.get('drover.essential') == 'false' and _ends_here(normalized[view['name'][1:]], c))
+            ended.extend('%s/%s' % (view['name'], c.labels.get('drover.container')) for c in listed if c.name in done)
+            if view['last_status'] != 'RUNNING' or any(s != 'running' for n, s in statuses.items() if n not in done):
                 not_running.append('%s: %s %s %s' % (view['name'], view['last_status'], view.get('stopped_reason'),
                                                      statuses))
         for i in group['ids']:
@@ -898,6 +994,9 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
             len(checks), len(fields), ', '.join('%s %d' % kv for kv in sorted(fields.items()))),
         'declared fields with no expected value: %s' % (dict(unchecked) or 'none'),
         'not running after the converge: %s' % (not_running or 'none'),
+        'documents with dependsOn converged for real: %d %s; containers that ran to their end (waited for with '
+        'COMPLETE/SUCCESS, or the same run as one, not essential, exit 0): %d %s' % (
+            len(ordered), ' '.join(ordered), len(ended), ' '.join(sorted(ended))),
         'leaks: %d %s' % (len(left), left),
     ])
     print('\n' + text)

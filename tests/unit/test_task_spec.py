@@ -135,7 +135,7 @@ def test_task_definition_as_aws_returns_it():
     (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], mountPoints=[{'x': 1}])]),
      ('containerDefinitions[0].mountPoints[0]', 'x')),
     (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0], dependsOn=[{'containerName': 'db', 'condition': 'START'}])]),
-     ('containerDefinitions[0].dependsOn', 'not supported yet')),
+     ('containerDefinitions[0].dependsOn[0].containerName', "'db' is not another container of the task")),
     (dict(TD, containerDefinitions=[dict(TD['containerDefinitions'][0],
                                          resourceRequirements=[{'type': 'InferenceAccelerator', 'value': 'x'}])]),
      ('resourceRequirements[0]', 'GPU')),
@@ -146,7 +146,7 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
 
 
 @pytest.mark.parametrize('container', [
-    {'dependsOn': [{'containerName': 'db', 'condition': 'START'}]},
+    {'environmentFiles': [{'type': 's3', 'value': 'arn:aws:s3:::b/e.env'}]},
     {'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:eu-west-1:123456789012:parameter/a'}]},
     {'logConfiguration': {'logDriver': 'awsfirelens'}},
 ])

@@ -291,13 +291,14 @@ def test_next_release_fields_are_found_but_not_refused():
     out = model.normalize(doc)
     where = 'task_definition.containerDefinitions[1]'
     assert model.next_release_fields(out) == [
-        (where + '.dependsOn', 'dependsOn'), (where + '.secrets', 'secrets'),
-        (where + '.environmentFiles', 'environmentFiles'), (where + '.restartPolicy', 'restartPolicy'), (where + '.firelensConfiguration', 'firelensConfiguration'),
+        (where + '.secrets', 'secrets'),
+        (where + '.environmentFiles', 'environmentFiles'), (where + '.restartPolicy', 'restartPolicy'),
+        (where + '.firelensConfiguration', 'firelensConfiguration'),
         (where + '.logConfiguration.secretOptions', 'secretOptions'),
         (where + '.logConfiguration.logDriver', 'awsfirelens'),
     ]
     assert model.next_release_fields(model.normalize(td(secrets=[]))) == []
-    assert model.next_release_fields(out, field='x')[0] == ('x.containerDefinitions[1].dependsOn', 'dependsOn')
+    assert model.next_release_fields(out, field='x')[0] == ('x.containerDefinitions[1].secrets', 'secrets')
 
 
 def test_botocore_is_there_and_its_version_is_told():
