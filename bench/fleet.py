@@ -285,11 +285,11 @@ def measure_fleet(args, fleet, work):
                                 'peak_rss_mib': round(res['peak_rss_mib'], 1)}
                 row['reconcile']['stopped_in_recap'] = stopped
                 out['runs'].append(row)
+                peak = max(cold['peak_rss_mib'], noop['peak_rss_mib'], rec['peak_rss_mib'])
+                figures = (n, forks, r + 1, cold['wall'], cold['cpu'], noop['wall'], noop['cpu'], rec['wall'],
+                           rec['cpu'], peak)
                 print('N=%-2d forks=%-2d round %d  cold %6.1fs %6.1f cpu  noop %6.1fs %6.1f cpu  reconcile %6.1fs '
-                      '%6.1f cpu  peak %5.0f MiB' % (n, forks, r + 1, cold['wall'], cold['cpu'], noop['wall'],
-                                                      noop['cpu'], rec['wall'], rec['cpu'],
-                                                      max(cold['peak_rss_mib'], noop['peak_rss_mib'],
-                                                          rec['peak_rss_mib'])), flush=True)
+                      '%6.1f cpu  peak %5.0f MiB' % figures, flush=True)
         if n == 1 and args.anchor_rounds:
             out['anchor'] = measure_anchor(runner, inventory, anchor, hosts, engines, args.anchor_rounds)
     out['summary'] = summarize(out['runs'])
