@@ -3,7 +3,7 @@
 # `make bench` first runs `make setup` (venv, engine, images, the stand-in's OpenAPI description, collection
 # link); run alone, this script expects those and makes only the anchor venv (bench/.venv-anchor: the full
 # `ansible` package, for community.docker; only when the ecs group runs). Settings: BENCH_GROUPS (ecs,
-# awsvpc, pools: all; creds with all; load, pickup, td and salt only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
+# awsvpc, pools: all; creds with all; load, pickup, td, salt and fleet only when named), BENCH_REPEAT (5), BENCH_WARMUP (1), BENCH_COUNT (20), BENCH_WORKDIR (/tmp/drover-bench),
 # BENCH_CALLS (1), BENCH_SETTLE (0.5), BENCH_POOLS (10), BENCH_SLOTS (4); results in
 # bench/results/latest.{json,md}. The awsvpc and pools groups need root.
 set -euo pipefail
@@ -44,7 +44,7 @@ groups=${groups//,/ }
 rest=()
 for g in $groups; do
   case $g in
-    creds | load | pickup | td | salt) ;;
+    creds | load | pickup | td | salt | fleet) ;;
     all) rest+=(ecs awsvpc pools) ;;
     *) rest+=("$g") ;;
   esac
@@ -77,4 +77,10 @@ esac
 case "$groups" in *" load "*)
   mkdir -p "$ROOT/bench/results"
   "$VENV/bin/python" "$ROOT/bench/load.py" --json "$ROOT/bench/results/load.json" ;;
+esac
+# fleet (N simulated hosts, each a dockerd of its own, converged and reconciled by the playbooks) runs only when
+# named: BENCH_GROUPS=fleet; bench/fleet.py --profile profiles one host's pass per role task
+case "$groups" in *" fleet "*)
+  mkdir -p "$ROOT/bench/results"
+  "$VENV/bin/python" "$ROOT/bench/fleet.py" --json "$ROOT/bench/results/fleet.json" ;;
 esac

@@ -2,7 +2,7 @@
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
 # or container of a test cluster (t + 10 hex digits, s + 10 for the Salt suite, and the molecule clusters),
-# runner container of a test pool, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
+# runner container of a test pool, simulated engines of a fleet run, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
 # the host's default store.
 set -uo pipefail
 left=()
@@ -56,6 +56,14 @@ done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}}
 for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
   [ -d "$dir" ] && left+=("cgroup ${dir%/}")
 done
+# Simulated hosts' engines (tests/fixtures/fleet_engines.py: the fleet test's and the fleet bench's dockerd,
+# one directory per run); a fleet bench running meanwhile shows here too.
+for dir in /run/drover-fleet/*/ /var/lib/drover-fleet/*/; do
+  [ -d "$dir" ] && left+=("simulated engines ${dir%/}")
+done
+while read -r ns _; do
+  case $ns in drvfleet-*) left+=("simulated engines' netns $ns") ;; esac
+done < <(ip netns list 2>/dev/null)
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)
