@@ -159,8 +159,7 @@ class Pass:
         self.images_seen = set()
         self.gpu = gpu or {'delivery': 'device-request', 'strict': False}
         self.aws = aws_options or {}
-        self.ecr_tokens = {}          # (execution role, registry) -> pull credentials, for this pass only
-        self.secret_auths = {}        # (execution role, secret) -> repositoryCredentials, for this pass only
+        self.aws_auths = {}           # (kind, execution role, registry or secret) -> pull credentials, this pass only
         self._key = None              # the host key of the credential tokens, read (or made) at first need
         self.cgroups = None           # the host's cgroups, at first need
         self.task_volumes = {}        # (cluster, task) -> names of the engine volumes of the task (one listing)
@@ -333,39 +332,26 @@ class Pass:
     def _auth_for(self, decl, image, credentials=None):
         registry = split_image(image)[0]
         if credentials:
-            return self._secret_auth(decl, registry, dict(credentials)['credentials_parameter'])
+            return self._aws_auth(decl, registry, aws.registry_credentials, dict(credentials)['credentials_parameter'])
         auth = decl.registry_auth
         if (auth is not None and auth.ecr and registry == auth.registry) or aws.ecr_registry(registry):
-            return self._ecr_auth(decl, registry)
+            return self._aws_auth(decl, registry, aws.ecr_login, registry)
         if auth is None or registry != auth.registry:
             return None
         return {'username': auth.username, 'password': auth.password, 'serveraddress': auth.registry}
 
-    def _ecr_auth(self, decl, registry):
-        """Pull credentials for an ECR registry, as the task's execution role (or the host): one token per
-        role and registry and pass."""
-        key = (decl.execution_role_arn, registry)
-        if key not in self.ecr_tokens:
+    def _aws_auth(self, decl, registry, fetch, source):
+        """Pull credentials from AWS, read as the task's execution role (or the host): an ECR token
+        (fetch=aws.ecr_login, source the registry) or a container's repositoryCredentials
+        (aws.registry_credentials, source the secret); once per role, source and pass."""
+        key = (fetch.__name__, decl.execution_role_arn, source)
+        if key not in self.aws_auths:
             try:
-                username, password = aws.ecr_login(registry, decl.execution_role_arn, self.aws.get('region'),
-                                                   self.aws.get('endpoint_url'), 'drover-pull-%s' % decl.name)
+                self.aws_auths[key] = fetch(source, decl.execution_role_arn, self.aws.get('region'),
+                                            self.aws.get('endpoint_url'), 'drover-pull-%s' % decl.name)
             except aws.AwsError as exc:
                 raise EngineError(str(exc))
-            self.ecr_tokens[key] = {'username': username, 'password': password, 'serveraddress': registry}
-        return self.ecr_tokens[key]
-
-    def _secret_auth(self, decl, registry, secret_id):
-        """Pull credentials from a container's repositoryCredentials (a Secrets Manager secret), read as the
-        task's execution role (or the host): once per role and secret and pass."""
-        key = (decl.execution_role_arn, secret_id)
-        if key not in self.secret_auths:
-            try:
-                username, password = aws.registry_credentials(secret_id, decl.execution_role_arn, self.aws.get('region'),
-                                                              self.aws.get('endpoint_url'), 'drover-pull-%s' % decl.name)
-            except aws.AwsError as exc:
-                raise EngineError(str(exc))
-            self.secret_auths[key] = (username, password)
-        username, password = self.secret_auths[key]
+        username, password = self.aws_auths[key]
         return {'username': username, 'password': password, 'serveraddress': registry}
 
     def _ensure_image(self, decl, image, credentials=None):
