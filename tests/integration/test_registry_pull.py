@@ -154,7 +154,7 @@ def repository_task(secret, moto_aws, execution_role=ROLE):
 
 
 def test_repository_credentials_from_secrets_manager(engine, cluster, converge, no_local_copy, moto_aws,
-                                                      repository_secret, store_path):
+                                                     repository_secret, store_path):
     args = dict(task_definition=repository_task(repository_secret, moto_aws), aws_endpoint_url=moto_aws)
     check = converge(check=True, **args)
     assert check['changed'] and REMOTE not in [t for i in engine.images.list() for t in i.tags]
