@@ -28,7 +28,9 @@ TERMINATES = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
 
 # Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py, test_ecs_task_order.py): the
 # container's identity, whether the task stops with it, its GPUs, the order it starts in.
-ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on')
+# Settings with no field of their own in docker inspect: each is tested where it acts (depends_on in
+# test_ecs_task_order.py, repository_credentials in test_registry_pull.py).
+ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on', 'repository_credentials')
 
 
 # --- the cases -------------------------------------------------------------------------------------------
