@@ -26,10 +26,9 @@ SLEEP = ['sleep', '3600']
 # A command that ends at once on TERM (a sleep as PID 1 ignores it, and its stop would wait for the kill).
 TERMINATES = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
 
-# Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py, test_ecs_task_order.py): the
-# container's identity, whether the task stops with it, its GPUs, the order it starts in.
-# Settings with no field of their own in docker inspect: each is tested where it acts (depends_on in
-# test_ecs_task_order.py, repository_credentials in test_registry_pull.py).
+# Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py, test_ecs_task_order.py,
+# test_registry_pull.py): the container's identity, whether the task stops with it, its GPUs, the order it starts
+# in, the credentials its image is pulled with.
 ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on', 'repository_credentials')
 
 
