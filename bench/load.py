@@ -68,6 +68,16 @@ def run_module(name, args, work, tag):
     return seconds, peak / 1024.0, result
 
 
+def rounds_args(doc, argv=None, tasks=20, rounds=7):
+    """The options of a side-by-side bench of `rounds` rounds over `tasks` tasks (--tasks, --rounds, --json), its
+    description the first paragraph of `doc`."""
+    parser = argparse.ArgumentParser(description=doc.split('\n\n', maxsplit=1)[0])
+    parser.add_argument('--tasks', type=int, default=tasks)
+    parser.add_argument('--rounds', type=int, default=rounds)
+    parser.add_argument('--json', default=None)
+    return parser.parse_args(argv)
+
+
 def report(out, path):
     """Print the figures, and write them to `path` (JSON) when one is given."""
     print(json.dumps(out, indent=2))

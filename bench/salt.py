@@ -18,7 +18,6 @@ apply_noop / ping (the target: at most 1.5). The tasks are purged at the end and
 
 from __future__ import absolute_import, division, print_function
 
-import argparse
 import json
 import os
 import resource
@@ -34,7 +33,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, 'hack'))
 
-from load import IMAGE, report  # noqa: E402
+from load import IMAGE, report, rounds_args  # noqa: E402
 import salt_minion  # noqa: E402
 
 SALT_VENV = os.environ.get('SALT_VENV', os.path.join(ROOT, '.venv-salt'))
@@ -69,11 +68,7 @@ def applied(out, want_changes):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--tasks', type=int, default=20)
-    parser.add_argument('--rounds', type=int, default=7)
-    parser.add_argument('--json', default=None)
-    args = parser.parse_args(argv)
+    args = rounds_args(__doc__, argv)
     if not os.path.exists(os.path.join(SALT_VENV, 'bin', 'salt-call')):
         sys.exit('bench salt: no salt-call in %s: run `make salt-venv`' % SALT_VENV)
 

@@ -18,7 +18,6 @@ Everything is removed at the end (purge).
 
 from __future__ import absolute_import, division, print_function
 
-import argparse
 import os
 import shutil
 import statistics
@@ -28,7 +27,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from load import IMAGE, report, run_module  # noqa: E402
+from load import IMAGE, report, rounds_args, run_module  # noqa: E402
 
 
 def task_definition(i, task_size=True):
@@ -63,11 +62,7 @@ def task_definition(i, task_size=True):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
-    parser.add_argument('--tasks', type=int, default=20)
-    parser.add_argument('--rounds', type=int, default=7)
-    parser.add_argument('--json', default=None)
-    args = parser.parse_args(argv)
+    args = rounds_args(__doc__, argv)
 
     work = tempfile.mkdtemp(prefix='drover-bench-td.')
     os.chmod(work, 0o700)

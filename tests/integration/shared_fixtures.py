@@ -28,8 +28,7 @@ def cluster(engine):
     """A cluster of this test's own, so tests never see each other's tasks; emptied afterwards."""
     name = 't%s' % uuid.uuid4().hex[:10]
     yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % name}):
-        c.remove(force=True)
+    remove_labelled(engine, 'drover.cluster', name)
 
 
 @pytest.fixture
@@ -105,5 +104,10 @@ def pool_name(engine):
     """A runner pool of this test's own; its runner containers are removed afterwards."""
     name = 'p%s' % uuid.uuid4().hex[:8]
     yield name
-    for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
+    remove_labelled(engine, 'drover.pool', name)
+
+
+def remove_labelled(engine, label, value):
+    """Remove, forced, every container whose `label` is `value`."""
+    for c in engine.containers.list(all=True, filters={'label': '%s=%s' % (label, value)}):
         c.remove(force=True)
