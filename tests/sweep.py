@@ -6,6 +6,10 @@ runner secrets in them, installation tokens) is registered here, and looked for:
 - in /proc/<pid>/cmdline and /proc/<pid>/environ of every other process on the host, read over and over
   while the tests run (module processes, ansible-playbook, runner and task containers' processes);
 - in `docker inspect` of every container the engine creates, read when the engine reports the creation;
+- an ECS secret (a value of a container's `secrets` or environment files, read from AWS when its task starts) is
+  registered with its home, the one container whose environment it belongs in (`register(value, home=name)`):
+  there - in that container's Config.Env and in the environ of its processes (found by their cgroup) - it is
+  where it belongs, and it is looked for everywhere else, that container's labels and command lines included;
 - in every module result and playbook output the tests read, and every webhook body the tests receive;
 - in every file under the session's temporary directory when the session ends (stores, callback event logs,
   unit files, service logs), and in what the test engine logged during the session;
@@ -27,6 +31,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -35,6 +40,7 @@ import threading
 import time
 
 ENGINE_LOG = os.environ.get('DROVER_ENGINE_LOG', '/var/log/drover-dockerd.log')
+CONTAINER_ID = re.compile(r'\b([0-9a-f]{64})\b')
 MIN_LENGTH = 12              # shorter strings are not unique enough to search for
 DEV_LOG = '/dev/log'         # where syslog(3) sends
 # The sessions running at once on the host share one listener on /dev/log: the one that bound it forwards
@@ -370,6 +376,8 @@ class Sweep:
         self.secrets = []            # in the order registered: a process read again is searched for new ones only
         self.known = set()
         self.forms = {}              # each secret: the forms it is looked for in
+        self.homes = {}              # a secret -> the name of the one container whose environment holds it
+        self.names = {}              # container ID -> name, of the containers inspected
         self.inputs = set()          # files the tests wrote as the user's input
         self.hits = []
         self.counts = dict((k, 0) for k in ('process reads', 'container inspections', 'containers gone before inspection',
@@ -386,11 +394,14 @@ class Sweep:
 
     # --- what to look for ---------------------------------------------------------------------------------
 
-    def register(self, value):
+    def register(self, value, home=None):
+        """Look for `value` from now on; `home`: the name of the container whose environment it belongs in."""
         if isinstance(value, bytes):
             value = value.decode('utf-8', 'replace')
         if isinstance(value, str) and len(value) >= MIN_LENGTH:
             with self.lock:
+                if home is not None:
+                    self.homes[value] = home
                 if value not in self.known:
                     self.known.add(value)
                     self.secrets.append(value)
@@ -449,6 +460,10 @@ class Sweep:
                             raw = handle.read()
                     except OSError:
                         continue
+                    if part == 'environ' and self.homes:
+                        raw = self._outside_home(pid, raw)
+                        if raw is None:
+                            continue     # a container's process, its container not inspected yet: read it again
                     before = seen.get((pid, part))
                     start = before[1] if before and before[0] == raw else 0
                     if before and start == len(self.secrets):
@@ -458,6 +473,25 @@ class Sweep:
                                      count='process reads', start=start)
                     now[(pid, part)] = (raw, done)
             seen = now
+
+    def _outside_home(self, pid, raw):
+        """The environ of a process with the secrets that belong in it taken out (those whose home is its
+        container); None when it is in a container the sweep has not inspected yet."""
+        try:
+            with open('/proc/%s/cgroup' % pid, 'rb') as handle:
+                ids = CONTAINER_ID.findall(handle.read().decode('ascii', 'replace'))
+        except OSError:
+            return raw
+        if not ids:
+            return raw
+        with self.lock:
+            name = self.names.get(ids[-1])
+            homed = [v for v, home in self.homes.items() if home == name]
+        if name is None:
+            return None
+        for value in homed:
+            raw = raw.replace(b'=' + value.encode('utf-8') + b'\0', b'=\0')
+        return raw
 
     def _containers(self):
         import docker
@@ -487,6 +521,15 @@ class Sweep:
             with self.lock:
                 self.counts['containers gone before inspection'] += 1
             return
+        name = (attrs.get('Name') or '').lstrip('/')
+        with self.lock:
+            self.names[attrs.get('Id')] = name
+            homed = [v for v, home in self.homes.items() if home == name]
+        config = attrs.get('Config') or {}
+        if homed and config.get('Env'):
+            # Its own secrets belong in its environment as NAME=value: there only.
+            attrs = dict(attrs, Config=dict(config, Env=[e for e in config['Env']
+                                                         if e.partition('=')[2] not in homed]))
         self.look(json.dumps(attrs), 'docker inspect %s' % attrs.get('Name'), count='container inspections')
 
     # --- at the end ---------------------------------------------------------------------------------------

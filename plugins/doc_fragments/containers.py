@@ -511,6 +511,61 @@ options:
             - ECS C(credentialsParameter).
             type: str
             required: true
+      secrets:
+        description:
+        - 'Environment variables whose values are read from AWS when the task starts (ECS''s C(secrets)): an SSM Parameter
+          Store parameter (its name, or its ARN; SecureString values decrypted) or a Secrets Manager secret (its ARN;
+          with ECS''s suffix C(:json-key:version-stage:version-id) one key of a JSON secret, or a version of it).'
+        - They are read as the task's O(execution_role_arn) (assumed through STS with the host's credentials), or as the
+          host when there is none; an SSM name is read in O(aws_region), an ARN in its own region; O(aws_endpoint_url)
+          is used when set. A secret that cannot be read stops the task with a reason that names it and AWS's error code;
+          nothing of the task is left started.
+        - 'A value goes only into the environment of this container (a secret wins over O(containers[].environment) and
+          over O(containers[].environment_files), as ECS''s agent has it): never into results, diffs, events, labels,
+          the store or logs. The task''s spec holds O(containers[].secrets[].value_from), not the value: a changed value_from
+          replaces the task''s containers, a value changed in AWS does not (as on AWS; the next run of the task reads
+          it).'
+        - ECS C(secrets).
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description:
+            - The environment variable.
+            - ECS C(name).
+            type: str
+            required: true
+          value_from:
+            description:
+            - The SSM parameter (name or ARN) or the Secrets Manager secret (ARN, with the optional ECS suffix).
+            - ECS C(valueFrom).
+            type: str
+            required: true
+      environment_files:
+        description:
+        - 'Files of C(VARIABLE=VALUE) lines in S3 whose variables join the container''s environment when the task starts
+          (ECS''s C(environmentFiles)): C(#) comments and blank lines are skipped, values are taken as they are. Read
+          as O(containers[].secrets) are (the execution role, O(aws_endpoint_url)); a file that cannot be read, is over
+          1 MiB or is not such lines stops the task with a reason that names it.'
+        - O(containers[].environment) wins over a file, and a variable in two files takes its value from the first one
+          listed (as ECS's agent merges them). At most 10 files.
+        - ECS C(environmentFiles).
+        type: list
+        elements: dict
+        suboptions:
+          value:
+            description:
+            - 'The S3 object''s ARN: V(arn:aws:s3:::bucket/path/to/file.env).'
+            - ECS C(value).
+            type: str
+            required: true
+          type:
+            description:
+            - 'Where the file is: V(s3) (the only kind; the default).'
+            - ECS C(type).
+            type: str
+            choices:
+            - s3
       log_configuration:
         description:
         - The container's log driver and its options. The host's O(log_drivers) says which drivers are allowed; a driver

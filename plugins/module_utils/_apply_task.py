@@ -381,6 +381,11 @@ class Pass:
         network_mode = decl.network_mode if decl.network_mode != 'bridge' else None
         netview = None
         cred_id = None
+        try:
+            # Read before anything of the run is made, so that a secret that cannot be read leaves nothing behind.
+            fetched = self._read_from_aws(decl, skip=kept)
+        except aws.AwsError as exc:
+            return self._failed_views(decl), plan_mod.reason_secrets(exc), None, False
         if decl.task_role_arn:
             carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
             cred_id = carried[0] if carried else self._holder_cred_id(decl) or new_cred_id(decl)
@@ -440,7 +445,8 @@ class Pass:
                     self.order_wait -= self.clock() - now
                 continue
             spec = by_name[nxt.ready[0]]
-            cid, gpus[spec.name], reason = self._start_one(decl, spec, kept.get(spec.name), cred_id, network_mode, made)
+            cid, gpus[spec.name], reason = self._start_one(decl, spec, kept.get(spec.name), cred_id, network_mode, made,
+                                                           fetched.get(spec.name))
             if reason is None:
                 started[spec.name] = cid
                 if watched:
@@ -497,8 +503,34 @@ class Pass:
         if record is not None:
             self._put(dict(record, containers=views), self.clock())
 
-    def _start_one(self, decl, spec, obs, cred_id, network_mode, made):
+    def _read_from_aws(self, decl, skip=()):
+        """The environment of each container of the run that reads variables from AWS (its environment files,
+        then its declared environment, then its secrets: each wins over the one before), read once for the run,
+        as the task's execution role: {container: {name: value}}. `skip`: containers made already. Raises
+        aws.AwsError (naming what could not be read, never a value)."""
+        wanted = [c for c in decl.containers if c.name not in skip and (c.secrets or c.environment_files)]
+        if not wanted:
+            return {}
+        reader = aws.Reader(decl.execution_role_arn, self.aws.get('region'), self.aws.get('endpoint_url'),
+                            'drover-start-%s' % decl.name)
+        values = reader.secrets(sorted(set(dict(item)['value_from'] for c in wanted for item in c.secrets or ())))
+        files, out = {}, {}
+        for c in wanted:
+            env = {}
+            for item in c.environment_files or ():
+                arn = dict(item)['value']
+                if arn not in files:
+                    files[arn] = reader.environment_file(arn)
+                for name, value in files[arn]:
+                    env.setdefault(name, value)          # the first file that has a variable gives it
+            env.update(c.environment)
+            env.update((dict(item)['name'], values[dict(item)['value_from']]) for item in c.secrets or ())
+            out[c.name] = env
+        return out
+
+    def _start_one(self, decl, spec, obs, cred_id, network_mode, made, environment=None):
         """Start one container of the run: one a cut-short start made (created, not started), or a new one.
+        `environment`: what it reads from AWS merged with its declared environment (None: the declared one).
         Returns (container id, its GPUs, failure reason or None)."""
         if obs is not None:
             made.append(obs['id'])
@@ -515,7 +547,7 @@ class Pass:
         if error:
             return None, (), plan_mod.reason_start(error)
         labels = labels_for(decl, spec)
-        environment = dict(spec.environment)         # a copy: the declaration is never changed
+        environment = dict(spec.environment if environment is None else environment)   # a copy, never the declaration
         if cred_id:
             labels['drover.cred-id'] = cred_id
             labels[credtoken.KEY_LABEL] = credtoken.fingerprint(self.host_key(create=True))

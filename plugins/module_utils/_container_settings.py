@@ -19,6 +19,7 @@ __metaclass__ = type
 import collections
 import re
 
+from ansible_collections.drover.fleet.plugins.module_utils._aws import s3_object, secret_source
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
 
 # Docker refuses a memory limit below 6 MiB ("Minimum memory limit allowed is 6MB").
@@ -52,6 +53,8 @@ DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
 # The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
 OWN_LABELS = 'drover.'
+# The most environment files one container reads (as ECS has it).
+MAX_ENVIRONMENT_FILES = 10
 # Health check defaults, as ECS has them (seconds, retries).
 HEALTH_DEFAULTS = (('interval', 30), ('timeout', 5), ('retries', 3), ('start_period', 0))
 NANO = 10 ** 9
@@ -442,6 +445,33 @@ SETTINGS = (
         'this container\'s image it takes the place of O(registry_auth).'], sub=(
             U('credentials_parameter', 'credentialsParameter', 'str', 'The secret: its ARN, or its name.',
               required=True),)),
+    S('secrets', 'secrets', 'records', [
+        'Environment variables whose values are read from AWS when the task starts (ECS\'s C(secrets)): an SSM '
+        'Parameter Store parameter (its name, or its ARN; SecureString values decrypted) or a Secrets Manager '
+        'secret (its ARN; with ECS\'s suffix C(:json-key:version-stage:version-id) one key of a JSON secret, or '
+        'a version of it).',
+        'They are read as the task\'s O(execution_role_arn) (assumed through STS with the host\'s credentials), '
+        'or as the host when there is none; an SSM name is read in O(aws_region), an ARN in its own region; '
+        'O(aws_endpoint_url) is used when set. A secret that cannot be read stops the task with a reason that '
+        'names it and AWS\'s error code; nothing of the task is left started.',
+        'A value goes only into the environment of this container (a secret wins over O(containers[].environment) '
+        'and over O(containers[].environment_files), as ECS\'s agent has it): never into results, diffs, '
+        'events, labels, the store or logs. The task\'s spec holds O(containers[].secrets[].value_from), not the '
+        'value: a changed value_from replaces the task\'s containers, a value changed in AWS does not (as on '
+        'AWS; the next run of the task reads it).'], sub=(
+            U('name', 'name', 'str', 'The environment variable.', required=True),
+            U('value_from', 'valueFrom', 'str', 'The SSM parameter (name or ARN) or the Secrets Manager secret '
+              '(ARN, with the optional ECS suffix).', required=True))),
+    S('environment_files', 'environmentFiles', 'records', [
+        'Files of C(VARIABLE=VALUE) lines in S3 whose variables join the container\'s environment when the task '
+        'starts (ECS\'s C(environmentFiles)): C(#) comments and blank lines are skipped, values are taken as '
+        'they are. Read as O(containers[].secrets) are (the execution role, O(aws_endpoint_url)); a file that '
+        'cannot be read, is over 1 MiB or is not such lines stops the task with a reason that names it.',
+        'O(containers[].environment) wins over a file, and a variable in two files takes its value from the '
+        'first one listed (as ECS\'s agent merges them). At most 10 files.'], sub=(
+            U('value', 'value', 'str', 'The S3 object\'s ARN: V(arn:aws:s3:::bucket/path/to/file.env).',
+              required=True),
+            U('type', 'type', 'str', 'Where the file is: V(s3) (the only kind; the default).', choices=['s3']))),
     S('log_configuration', 'logConfiguration', 'record', [
         'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
         'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
@@ -457,8 +487,6 @@ Container = collections.namedtuple('Container', OPTIONS)
 
 # ECS container definition members that this release does not do yet or never does here, and why.
 ECS_REFUSED = {
-    'secrets': 'is not supported yet (secrets from SSM and Secrets Manager come in a later release)',
-    'environmentFiles': 'is not supported yet (environment files from S3 come in a later release)',
     'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
                      'restart',
     'firelensConfiguration': 'is not supported yet (FireLens log routing comes in a later release)',
@@ -631,6 +659,26 @@ def _rules(c, at, network_mode, host):
         for key, low, high in (('interval', 5, 300), ('timeout', 2, 60), ('retries', 1, 10), ('start_period', 0, 300)):
             if key in hc and not low <= hc[key] <= high:
                 raise SpecError('%s must be from %d to %d, got %d' % (at('health_check', key), low, high, hc[key]))
+    seen = set()
+    for i, item in enumerate(c.secrets or ()):
+        item = dict(item)
+        if '=' in item['name']:
+            raise SpecError('%s %r is not an environment variable name' % (_member(at, 'secrets', i, 'name'), item['name']))
+        if item['name'] in seen:
+            raise SpecError('%s %s is given twice' % (_member(at, 'secrets', i, 'name'), item['name']))
+        seen.add(item['name'])
+        try:
+            secret_source(item['value_from'])
+        except ValueError as exc:
+            raise SpecError('%s %r %s' % (_member(at, 'secrets', i, 'value_from'), item['value_from'], exc))
+    if len(c.environment_files or ()) > MAX_ENVIRONMENT_FILES:
+        raise SpecError('%s has %d files: at most %d' % (at('environment_files'), len(c.environment_files),
+                                                          MAX_ENVIRONMENT_FILES))
+    for i, item in enumerate(c.environment_files or ()):
+        try:
+            s3_object(dict(item)['value'])
+        except ValueError as exc:
+            raise SpecError('%s %r %s' % (_member(at, 'environment_files', i, 'value'), dict(item)['value'], exc))
     own = [k for k, v in c.docker_labels or () if k.startswith(OWN_LABELS)]
     if own:
         warnings.append('%s: %s %s in the collection\'s own label namespace (%s*): left out of container %s'

@@ -43,6 +43,10 @@ def reason_start(err):
     return 'container start failed: %s' % err
 
 
+def reason_secrets(err):
+    return 'ResourceInitializationError: unable to read secrets or environment files: %s' % err
+
+
 def reason_network(err):
     return 'network setup failed: %s' % err
 

@@ -64,6 +64,35 @@ def test_the_sweep_finds_secrets_where_they_must_not_be(engine):
     assert 'found' in probe.summary() and ': %d found' % len(probe.hits) in probe.summary()
 
 
+def test_an_ecs_secret_may_live_in_its_own_container_s_environment_only(engine):
+    """An ECS secret belongs in the environment of the container that asks for it: there (its inspect's Config.Env,
+    its running process's environ) it is no hit; in another container's environment, or in its own container's
+    labels, it is."""
+    probe = Sweep()
+    tag = uuid.uuid4().hex[:6]
+    home, other = 'sweep-home-%s' % tag, 'sweep-other-%s' % tag
+    in_env = probe.register('probe-ecs-env-%s' % uuid.uuid4().hex, home=home)
+    in_label = probe.register('probe-ecs-label-%s' % uuid.uuid4().hex, home=home)
+    probe.start()
+    boxes = []
+    try:
+        time.sleep(1.5)   # the engine watch is connected
+        boxes.append(engine.containers.run(IMAGE, ['sleep', '30'], environment={'S': in_env}, labels={'L': in_label},
+                                           name=home, detach=True))
+        pid = engine.api.inspect_container(home)['State']['Pid']
+        boxes.append(engine.containers.create(IMAGE, ['sleep', '1'], environment={'S': in_env}, name=other))
+        wait_for(lambda: len(probe.hits) >= 2, timeout=15)
+        time.sleep(1)     # the process scan has read the home container's process a few times
+    finally:
+        probe.stop()
+        for box in boxes:
+            box.remove(force=True)
+    text = '\n'.join(probe.hits)
+    assert sorted(h.split(' (secret')[0] for h in probe.hits) == ['docker inspect /%s' % home, 'docker inspect /%s' % other], text
+    assert 'secret no. 2' in [h for h in probe.hits if home in h][0] and 'process %d' % pid not in text, text
+    assert probe.counts['process reads'] > 0 and probe.names, probe.summary()
+
+
 def test_the_sweep_finds_a_secret_sent_to_syslog():
     # Sent as `logger` sends (its message from stdin: never on a command line), while the session's own
     # sweep already listens on /dev/log (or the host's syslog does): a second sweep gets every line too.

@@ -146,9 +146,8 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
 
 
 @pytest.mark.parametrize('container', [
-    {'environmentFiles': [{'type': 's3', 'value': 'arn:aws:s3:::b/e.env'}]},
-    {'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:eu-west-1:123456789012:parameter/a'}]},
     {'logConfiguration': {'logDriver': 'awsfirelens'}},
+    {'logConfiguration': {'logDriver': 'json-file', 'secretOptions': [{'name': 'k', 'valueFrom': 'arn:aws:ssm:eu-west-1:1:parameter/k'}]}},
 ])
 def test_a_field_of_a_later_release_is_named_before_what_the_task_level_asks(container):
     td = dict(TD, proxyConfiguration={'containerName': 'envoy'},

@@ -291,14 +291,13 @@ def test_next_release_fields_are_found_but_not_refused():
     out = model.normalize(doc)
     where = 'task_definition.containerDefinitions[1]'
     assert model.next_release_fields(out) == [
-        (where + '.secrets', 'secrets'),
-        (where + '.environmentFiles', 'environmentFiles'), (where + '.restartPolicy', 'restartPolicy'),
+        (where + '.restartPolicy', 'restartPolicy'),
         (where + '.firelensConfiguration', 'firelensConfiguration'),
         (where + '.logConfiguration.secretOptions', 'secretOptions'),
         (where + '.logConfiguration.logDriver', 'awsfirelens'),
     ]
-    assert model.next_release_fields(model.normalize(td(secrets=[]))) == []
-    assert model.next_release_fields(out, field='x')[0] == ('x.containerDefinitions[1].secrets', 'secrets')
+    assert model.next_release_fields(model.normalize(td(restartPolicy={}))) == []
+    assert model.next_release_fields(out, field='x')[0] == ('x.containerDefinitions[1].restartPolicy', 'restartPolicy')
 
 
 def test_botocore_is_there_and_its_version_is_told():

@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+"""A container's `secrets` (SSM Parameter Store, Secrets Manager) and `environmentFiles` (S3), read as the task's
+execution role from moto's server when the task starts, on the real engine.
+
+Each value is registered with the secret sweep (tests/sweep.py) as living in the one container that asks for it:
+found in that container's environment (its `docker inspect` Config.Env, its processes' environ) it is where it
+belongs; found anywhere else (a result, the store, a label, another container, a process's command line, a log) it
+fails the session. The tests below also look for the values in results, store rows and labels themselves."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import uuid
+
+import pytest
+
+from helpers import container, host_snapshot, statuses, store_rows
+from sweep import register
+
+ROLE = 'arn:aws:iam::123456789012:role/app-execution'
+REGION = 'eu-west-1'
+MARK = uuid.uuid4().hex[:8]
+
+
+def env_of(engine, name):
+    """The container's environment, as the engine created it."""
+    pairs = engine.api.inspect_container(name)['Config']['Env'] or []
+    return dict(p.split('=', 1) for p in pairs)
+
+
+@pytest.fixture
+def aws(moto_aws, host_aws_credentials):
+    """boto3 clients on moto's server, in REGION."""
+    import boto3
+    return dict((name, boto3.client(name, region_name=REGION, endpoint_url=moto_aws))
+                for name in ('ssm', 'secretsmanager', 's3'))
+
+
+@pytest.fixture
+def seeded(aws, cluster):
+    """Parameters, secrets and environment files in moto, each value registered with the sweep as living in the
+    container `app-web` (task app, container web) only."""
+    home = 'app-web'
+    values = {
+        'plain': register('ssm-plain-%s-%s' % (MARK, uuid.uuid4().hex), home),
+        'secure': register('ssm-secure-%s-%s' % (MARK, uuid.uuid4().hex), home),
+        'whole': register('asm-whole-%s-%s' % (MARK, uuid.uuid4().hex), home),
+        'key': register('asm-key-%s-%s' % (MARK, uuid.uuid4().hex), home),
+    }
+    prefix = '/drover-test/%s' % cluster
+    aws['ssm'].put_parameter(Name=prefix + '/plain', Value=values['plain'], Type='String')
+    secure = aws['ssm'].put_parameter(Name=prefix + '/secure', Value=values['secure'], Type='SecureString')
+    assert secure['Version'] == 1
+    secure_arn = aws['ssm'].get_parameter(Name=prefix + '/secure')['Parameter']['ARN']
+    whole = aws['secretsmanager'].create_secret(Name='%s-whole' % cluster, SecretString=values['whole'])['ARN']
+    keyed = aws['secretsmanager'].create_secret(
+        Name='%s-keyed' % cluster, SecretString=json.dumps({'password': values['key'], 'user': 'app'}))['ARN']
+    bucket = 'drover-test-%s' % cluster.lower()
+    aws['s3'].create_bucket(Bucket=bucket, CreateBucketConfiguration={'LocationConstraint': REGION})
+    aws['s3'].put_object(Bucket=bucket, Key='first.env',
+                         Body=b'# the first file\nA=from-first\nB=from-first\nC=c=with=equals\n\n')
+    aws['s3'].put_object(Bucket=bucket, Key='dir/second.env', Body=b'A=from-second\nD= kept as it is \n')
+    yield {'values': values, 'prefix': prefix, 'secure_arn': secure_arn, 'whole': whole, 'keyed': keyed,
+           'files': ['arn:aws:s3:::%s/first.env' % bucket, 'arn:aws:s3:::%s/dir/second.env' % bucket],
+           'bucket': bucket}
+    for name in ('plain', 'secure'):
+        aws['ssm'].delete_parameter(Name='%s/%s' % (prefix, name))
+    for arn in (whole, keyed):
+        aws['secretsmanager'].delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
+
+
+def web(seeded, **kw):
+    spec = container('web', environment={'B': 'declared', 'S_PLAIN': 'declared-loses', 'E': 'declared'},
+                     secrets=[{'name': 'S_PLAIN', 'value_from': seeded['prefix'] + '/plain'},
+                              {'name': 'S_SECURE', 'value_from': seeded['secure_arn']},
+                              {'name': 'S_WHOLE', 'value_from': seeded['whole']},
+                              {'name': 'S_KEY', 'value_from': seeded['keyed'] + ':password::'}],
+                     environment_files=[{'value': seeded['files'][0]}, {'value': seeded['files'][1], 'type': 's3'}])
+    spec.update(kw)
+    return spec
+
+
+def native(cluster, moto_aws, containers):
+    return dict(name='app', execution_role_arn=ROLE, aws_endpoint_url=moto_aws, aws_region=REGION,
+                containers=containers)
+
+
+def no_value_in(text, seeded):
+    found = [k for k, v in seeded['values'].items() if v in text]
+    assert not found, 'secret values %s found' % found
+
+
+def test_secrets_and_environment_files_reach_the_container_environment_only(engine, cluster, converge, seeded,
+                                                                              moto_aws, store_path, aws):
+    args = native(cluster, moto_aws, [web(seeded), container('side')])
+    check = converge(check=True, **args)
+    assert check['changed'] and statuses(engine, cluster) == {}
+    r = converge(**args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    env = env_of(engine, 'app-web')
+    values = seeded['values']
+    assert {k: env.get(k) for k in ('S_PLAIN', 'S_SECURE', 'S_WHOLE', 'S_KEY', 'A', 'B', 'C', 'D', 'E')} == {
+        'S_PLAIN': values['plain'],      # a secret wins over the declared environment
+        'S_SECURE': values['secure'],    # a SecureString, asked by ARN, decrypted
+        'S_WHOLE': values['whole'],
+        'S_KEY': values['key'],          # one key of a JSON secret
+        'A': 'from-first',               # the first file that has a variable gives it
+        'B': 'declared',                 # the declared environment wins over a file
+        'C': 'c=with=equals',
+        'D': ' kept as it is ',
+        'E': 'declared'}
+    side = env_of(engine, 'app-side')
+    assert not set(side) & {'S_PLAIN', 'S_SECURE', 'S_WHOLE', 'S_KEY', 'A', 'C', 'D'}, side
+    # Nowhere else: the result, the store (tasks, events), the labels.
+    no_value_in(json.dumps(r), seeded)
+    no_value_in(json.dumps(store_rows(store_path), default=str), seeded)
+    for c in engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+        no_value_in(json.dumps(c.labels), seeded)
+    again = converge(**args)
+    assert not again['changed']
+    assert not converge(check=True, **args)['changed']
+
+    # A value changed in AWS changes nothing (as on AWS): the spec holds where a value is read from.
+    aws['ssm'].put_parameter(Name=seeded['prefix'] + '/plain', Value=values['secure'], Type='String', Overwrite=True)
+    ids = dict((c.name, c.id) for c in engine.containers.list(filters={'label': 'drover.cluster=%s' % cluster}))
+    assert not converge(**args)['changed']
+    assert dict((c.name, c.id) for c in engine.containers.list(filters={'label': 'drover.cluster=%s' % cluster})) == ids
+    # Where it is read from is part of the spec: the task's containers are replaced, and read it again.
+    moved = native(cluster, moto_aws, [web(seeded, secrets=[{'name': 'S_PLAIN', 'value_from': seeded['whole']}]),
+                                       container('side')])
+    changed = converge(diff=True, **moved)
+    assert changed['changed'] and changed['task']['changed_fields'] == ['containers[web].secrets'], changed['task']
+    no_value_in(json.dumps(changed), seeded)
+    assert env_of(engine, 'app-web')['S_PLAIN'] == values['whole']
+
+
+def test_the_task_definition_form_reads_them_too(engine, cluster, converge, seeded, moto_aws):
+    td = {'family': 'app', 'executionRoleArn': ROLE, 'containerDefinitions': [{
+        'name': 'web', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
+        'environment': [{'name': 'B', 'value': 'declared'}],
+        'secrets': [{'name': 'S_KEY', 'valueFrom': seeded['keyed'] + ':password:AWSCURRENT:'},
+                    {'name': 'S_PLAIN', 'valueFrom': seeded['prefix'] + '/plain'}],
+        'environmentFiles': [{'type': 's3', 'value': seeded['files'][1]}, {'type': 's3', 'value': seeded['files'][0]}],
+    }]}
+    r = converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    env = env_of(engine, 'app-web')
+    assert (env['S_KEY'], env['S_PLAIN'], env['A'], env['B'], env['C']) == (
+        seeded['values']['key'], seeded['values']['plain'], 'from-second', 'declared', 'c=with=equals')
+    no_value_in(json.dumps(r), seeded)
+    assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
+
+
+@pytest.mark.parametrize('what,reason', [
+    ('ssm', 'SSM: the parameters {prefix}/missing were not found (as {role}): InvalidParameters'),
+    ('asm', 'Secrets Manager: cannot read the secret {missing_secret} as {role}: ResourceNotFoundException'),
+    ('key', 'Secrets Manager: the secret {keyed} has no JSON key nokey'),
+    ('file', 'S3: cannot read the environment file arn:aws:s3:::{bucket}/missing.env as {role}: NoSuchKey'),
+])
+def test_what_cannot_be_read_stops_the_task_naming_it_and_nothing_is_started(engine, cluster, converge, seeded,
+                                                                             moto_aws, what, reason):
+    missing_secret = seeded['whole'].rsplit(':', 1)[0] + ':nowhere-AbCdEf'
+    bad = {'ssm': {'secrets': [{'name': 'X', 'value_from': seeded['prefix'] + '/missing'}]},
+           'asm': {'secrets': [{'name': 'X', 'value_from': missing_secret}]},
+           'key': {'secrets': [{'name': 'X', 'value_from': seeded['keyed'] + ':nokey::'}]},
+           'file': {'environment_files': [{'value': 'arn:aws:s3:::%s/missing.env' % seeded['bucket']}]}}[what]
+    # The first container reads what it can; the second cannot: neither is started.
+    r = converge(**native(cluster, moto_aws, [web(seeded), container('other', **bad)]))
+    assert r['task']['last_status'] == 'STOPPED'
+    expected = 'ResourceInitializationError: unable to read secrets or environment files: ' + reason.format(
+        prefix=seeded['prefix'], role=ROLE, missing_secret=missing_secret, keyed=seeded['keyed'],
+        bucket=seeded['bucket'])
+    assert r['task']['stopped_reason'] == expected, r['task']['stopped_reason']
+    assert statuses(engine, cluster) == {}
+    no_value_in(json.dumps(r), seeded)
+
+
+@pytest.mark.parametrize('change,words', [
+    ({'secrets': [{'name': 'X', 'value_from': 'arn:aws:s3:::b/k'}]},
+     'containers[0].secrets[0].value_from \'arn:aws:s3:::b/k\' is neither an SSM parameter'),
+    ({'secrets': [{'name': 'X', 'value_from': 'arn:aws:secretsmanager:eu-west-1:123456789012:db'}]},
+     'containers[0].secrets[0].value_from \'arn:aws:secretsmanager:eu-west-1:123456789012:db\' is not a Secrets '
+     'Manager secret ARN'),
+    ({'secrets': [{'name': 'X', 'value_from': 'p'}, {'name': 'X', 'value_from': 'q'}]},
+     'containers[0].secrets[1].name X is given twice'),
+    ({'secrets': [{'name': 'X'}]}, 'missing required arguments: value_from found in containers -> secrets'),
+    ({'environment_files': [{'value': 's3://bucket/app.env'}]},
+     'containers[0].environment_files[0].value \'s3://bucket/app.env\' is not an S3 object ARN'),
+    ({'environment_files': [{'value': 'arn:aws:s3:::b/k', 'type': 'file'}]},
+     'value of type must be one of: s3, got: file found in containers -> environment_files'),
+    ({'environment_files': [{'value': 'arn:aws:s3:::b/%d' % i} for i in range(11)]},
+     'containers[0].environment_files has 11 files: at most 10'),
+])
+def test_a_bad_declaration_is_refused_naming_the_field_and_nothing_changes(engine, cluster, converge, store_path,
+                                                                          change, words):
+    before = host_snapshot(engine, store_path, cluster)
+    r = converge(name='app', containers=[container('web', **change)])
+    assert r.failed and words in r['msg'], r.get('msg')
+    assert host_snapshot(engine, store_path, cluster) == before
+
+
+def test_check_mode_reads_nothing_from_aws(engine, cluster, converge, store_path):
+    """Check mode says the task would start; it reads no secret (the endpoint here answers nothing)."""
+    args = dict(name='app', execution_role_arn=ROLE, aws_endpoint_url='http://127.0.0.1:9', containers=[
+        container('web', secrets=[{'name': 'X', 'value_from': '/p'}],
+                  environment_files=[{'value': 'arn:aws:s3:::b/e.env'}])])
+    before = host_snapshot(engine, store_path, cluster)
+    r = converge(check=True, **args)
+    assert r['changed'] and not r.failed and r['task']['last_status'] == 'PENDING', r
+    assert host_snapshot(engine, store_path, cluster) == before
