@@ -376,7 +376,7 @@ class Sweep:
         self.secrets = []            # in the order registered: a process read again is searched for new ones only
         self.known = set()
         self.forms = {}              # each secret: the forms it is looked for in
-        self.homes = {}              # a secret -> the name of the one container whose environment holds it
+        self.homes = {}              # a secret -> the names of the containers whose environment holds it
         self.names = {}              # container ID -> name, of the containers inspected
         self.inputs = set()          # files the tests wrote as the user's input
         self.hits = []
@@ -395,13 +395,14 @@ class Sweep:
     # --- what to look for ---------------------------------------------------------------------------------
 
     def register(self, value, home=None):
-        """Look for `value` from now on; `home`: the name of the container whose environment it belongs in."""
+        """Look for `value` from now on; `home`: the name of a container whose environment it belongs in (a
+        secret read by two containers is registered with each)."""
         if isinstance(value, bytes):
             value = value.decode('utf-8', 'replace')
         if isinstance(value, str) and len(value) >= MIN_LENGTH:
             with self.lock:
                 if home is not None:
-                    self.homes[value] = home
+                    self.homes.setdefault(value, set()).add(home)
                 if value not in self.known:
                     self.known.add(value)
                     self.secrets.append(value)
@@ -486,7 +487,7 @@ class Sweep:
             return raw
         with self.lock:
             name = self.names.get(ids[-1])
-            homed = [v for v, home in self.homes.items() if home == name]
+            homed = [v for v, homes in self.homes.items() if name in homes]
         if name is None:
             return None
         for value in homed:
@@ -524,7 +525,7 @@ class Sweep:
         name = (attrs.get('Name') or '').lstrip('/')
         with self.lock:
             self.names[attrs.get('Id')] = name
-            homed = [v for v, home in self.homes.items() if home == name]
+            homed = [v for v, homes in self.homes.items() if name in homes]
         config = attrs.get('Config') or {}
         if homed and config.get('Env'):
             # Its own secrets belong in its environment as NAME=value: there only.

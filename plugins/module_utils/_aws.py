@@ -128,6 +128,7 @@ def registry_credentials(secret_id, role_arn=None, region=None, endpoint_url=Non
 SSM_BATCH = 10                  # names in one GetParameters call (AWS's limit)
 MAX_ENV_FILE_BYTES = 1024 * 1024
 ARN_RE = re.compile(r'^arn:(aws[a-z-]*):([a-z0-9-]+):([a-z0-9-]*):(\d{12}|):(.+)\Z')
+REGION_RE = re.compile(r'^[a-z]{2}(-[a-z]+)+-\d+\Z')
 S3_ARN_RE = re.compile(r'^arn:aws[a-z-]*:s3:::([^/]+)/(.+)\Z')
 ENV_NAME_RE = re.compile(r'^[^=\0]+\Z')
 
@@ -136,6 +137,12 @@ def secret_source(value_from):
     """Where a `secrets[].valueFrom` points: ('secretsmanager', region or None, secret ARN, json key, version stage,
     version id) for a Secrets Manager ARN (with ECS's optional `:json-key:version-stage:version-id`), or ('ssm',
     region or None, name or ARN) for an SSM parameter (a name, or an ARN). Raises ValueError for anything else."""
+    parts = (value_from or '').split(':')
+    if len(parts) > 5 and parts[0] == 'arn' and parts[2] in ('secretsmanager', 'ssm'):
+        if not REGION_RE.match(parts[3]):
+            raise ValueError('names the region %r, which is no AWS region' % parts[3])
+        if not re.match(r'^\d{12}\Z', parts[4]):
+            raise ValueError('names the account %r, which is no 12-digit AWS account ID' % parts[4])
     match = ARN_RE.match(value_from or '')
     if match and match.group(2) == 'secretsmanager':
         parts = value_from.split(':')

@@ -21,9 +21,14 @@ repositories) through the real ecs_task module.
    `docker inspect` against an expected value derived from the document (EXPECT, one function per ECS
    field), then the tasks are purged and nothing of them may be left.
 
-What needs AWS: nothing that a converge here does. A task role is a registration in the host's store (STS is
-called only when a container asks the credentials endpoint, which no stand-in does), and an execution role
-only pulls from ECR, which `pull: never` on a present stand-in image never does. Documents that bind a host
+What needs AWS: a document whose containers read `secrets` (SSM parameters, Secrets Manager secrets and their
+JSON keys) or `environmentFiles` (S3) when the task starts. moto's server stands in for AWS: before such a
+document converges, what it names is put there (seed_aws: a value made for each valueFrom, registered with the
+secret sweep as living in the containers that read it; an environment file of its own for each S3 ARN), in the
+account of its execution role, and the converge is pointed at moto (aws_endpoint_url); inspect then shows each
+value in the environment of the container that asked for it. A task role is a registration in the host's
+store (STS is called only when a container asks the credentials endpoint, which no stand-in does), and an
+execution role pulls from ECR only when an image is missing, which `pull: never` on a present stand-in never is. Documents that bind a host
 path (`volumes[].host.sourcePath`) are checked in check mode only: a test never binds a path of this host
 (the Docker socket least of all), and the engine would create a missing one. Nor do documents converge for
 real that give a container a host device this host does not have (`linuxParameters.devices`, /dev/xvda):
@@ -46,11 +51,16 @@ import tarfile
 import socket
 import time
 
+import hashlib
+
 import docker
 import pytest
 import yaml
 
 from helpers import IMAGE, ROOT, host_snapshot, netns_list
+from sweep import register
+
+from ansible_collections.drover.fleet.plugins.module_utils import _aws
 
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
 from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
@@ -61,7 +71,7 @@ CORPUS = os.path.normpath(os.path.join(ROOT, '..', 'shared', 'ecs-task-definitio
 # Of the eligible documents, the share ecs_task accepts in check mode must reach ACCEPTED_GOAL. Until the
 # features that close the gap are merged, the floor measured is asserted (ACCEPTED_FLOOR) and the gap printed.
 ACCEPTED_GOAL = 0.95
-ACCEPTED_FLOOR = 44
+ACCEPTED_FLOOR = 51
 # The real converges together: seconds.
 REAL_BUDGET_S = 180
 STANDIN_LABEL = 'drover.test.corpus-standin'
@@ -717,6 +727,18 @@ def expect_max_swap(cd, ctx):
              ctx['c']['HostConfig']['MemorySwap'])]
 
 
+def expect_secrets(cd, ctx):
+    env = _env(ctx['c'])
+    return [('secrets.%s' % item['name'], ctx['aws']['values'].get(item['valueFrom']), env.get(item['name']))
+            for item in cd['secrets']]
+
+
+def expect_environment_files(cd, ctx):
+    env = _env(ctx['c'])
+    return [('environmentFiles %s' % item['value'], value, env.get(name))
+            for item in cd['environmentFiles'] for name, value in ctx['aws']['files'].get(item['value'], ())]
+
+
 def expect_swappiness(cd, ctx):
     return [('swappiness', cd['linuxParameters']['swappiness'], ctx['c']['HostConfig']['MemorySwappiness'])]
 
@@ -736,7 +758,8 @@ EXPECT = collections.OrderedDict([
     ('systemControls', expect_system_controls), ('pseudoTerminal', expect_pseudo_terminal),
     ('interactive', expect_interactive), ('healthCheck', expect_health_check),
     ('stopTimeout', expect_stop_timeout), ('startTimeout', expect_start_timeout), ('dependsOn', expect_depends_on),
-    ('logConfiguration', expect_log_configuration),
+    ('logConfiguration', expect_log_configuration), ('secrets', expect_secrets),
+    ('environmentFiles', expect_environment_files),
     ('linuxParameters.capabilities', expect_capabilities), ('linuxParameters.devices', expect_devices),
     ('linuxParameters.initProcessEnabled', expect_init), ('linuxParameters.sharedMemorySize', expect_shm),
     ('linuxParameters.tmpfs', expect_tmpfs), ('linuxParameters.maxSwap', expect_max_swap),
@@ -838,7 +861,86 @@ def declared_fields(td):
     return out
 
 
-def verify(engine, name, td, log_map):
+# --- what a document reads from AWS (moto) --------------------------------------------------------------------
+
+AWS_REGION = 'us-east-1'     # the module's aws_region in the real converges: where an SSM name is read
+
+
+def aws_needs(td):
+    """(valueFrom -> the engine names of the containers that read it, environment file ARNs) of a document."""
+    values, files = collections.OrderedDict(), []
+    for cd in td['containerDefinitions']:
+        for item in cd.get('secrets') or ():
+            values.setdefault(item['valueFrom'], []).append(cd['name'])
+        files.extend(item['value'] for item in cd.get('environmentFiles') or () if item['value'] not in files)
+    return values, files
+
+
+def _made_value(doc_id, what):
+    return 'corpus-%s-%s' % (doc_id, hashlib.sha256(what.encode('utf-8')).hexdigest()[:24])
+
+
+def _clients(moto_url, role):
+    """boto3 clients factory acting as the document's execution role (its account), as ecs_task reads."""
+    import boto3
+    keys = {}
+    if role:
+        sts = boto3.client('sts', region_name=AWS_REGION, endpoint_url=moto_url)
+        if not role.startswith('arn:'):
+            role = 'arn:aws:iam::%s:role/%s' % (sts.get_caller_identity()['Account'], role)
+        creds = sts.assume_role(RoleArn=role, RoleSessionName='corpus-seed')['Credentials']
+        keys = {'aws_access_key_id': creds['AccessKeyId'], 'aws_secret_access_key': creds['SecretAccessKey'],
+                'aws_session_token': creds['SessionToken']}
+    return lambda service, region: boto3.client(service, region_name=region, endpoint_url=moto_url, **keys)
+
+
+def seed_aws(moto_url, doc_id, td):
+    """Put into moto what the document reads when it starts: {'values': valueFrom -> value, 'files': ARN ->
+    [(name, value)]}. Each value is made for the document and registered with the sweep as living in the
+    containers that read it (their engine names `c<id>-<name>`)."""
+    values, files = aws_needs(td)
+    out = {'values': {}, 'files': {}}
+    if not values and not files:
+        return out
+    client = _clients(moto_url, td.get('executionRoleArn'))
+    secrets = collections.OrderedDict()          # (region, name) -> {json key: value} or a string
+    for value_from, readers in values.items():
+        value = _made_value(doc_id, value_from)
+        for reader in readers:
+            register(value, home='c%s-%s' % (doc_id, reader))
+        out['values'][value_from] = value
+        source = _aws.secret_source(value_from)
+        if source[0] == 'ssm':
+            name = source[2].split(':parameter', 1)[1] if source[2].startswith('arn:') else source[2]
+            if source[2].startswith('arn:') and name.count('/') == 1:
+                name = name[1:]                  # parameter/db names `db`; parameter/a/b names `/a/b`
+            client('ssm', source[1] or AWS_REGION).put_parameter(Name=name.split(':')[0], Value=value,
+                                                                 Type='SecureString', Overwrite=True)
+        else:
+            key = (source[1] or AWS_REGION, source[2].split(':')[6])
+            if source[3] is None:
+                secrets[key] = value
+            else:
+                secrets.setdefault(key, {})[source[3]] = value
+    for (region, name), value in secrets.items():
+        text = value if isinstance(value, str) else json.dumps(value)
+        manager = client('secretsmanager', region)
+        try:
+            manager.create_secret(Name=name, SecretString=text)
+        except manager.exceptions.ResourceExistsException:
+            manager.put_secret_value(SecretId=name, SecretString=text)
+    s3 = client('s3', AWS_REGION)
+    for arn in files:
+        bucket, key = _aws.s3_object(arn)
+        pairs = [('DROVER_FILE_%s' % hashlib.sha256(arn.encode('utf-8')).hexdigest()[:8].upper(),
+                  _made_value(doc_id, arn))]
+        s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket=bucket, Key=key, Body=('# made for %s\n%s=%s\n' % ((doc_id,) + pairs[0])).encode('utf-8'))
+        out['files'][arn] = pairs
+    return out
+
+
+def verify(engine, name, td, log_map, aws=None):
     """(checks, failures, unchecked) for one converged task: every declared field against inspect."""
     checks, failures = [], []
     unchecked = set()
@@ -857,7 +959,8 @@ def verify(engine, name, td, log_map):
         net = c
         if c['HostConfig']['NetworkMode'].startswith('container:'):
             net = engine.api.inspect_container(c['HostConfig']['NetworkMode'].split(':', 1)[1])
-        ctx = {'c': c, 'net': net, 'task': name, 'mode': mode, 'log_map': log_map, 'engine': engine}
+        ctx = {'c': c, 'net': net, 'task': name, 'mode': mode, 'log_map': log_map, 'engine': engine,
+               'aws': aws or {'values': {}, 'files': {}}}
         made = []
         for key, expect in EXPECT.items():
             value = cd.get(key) if '.' not in key else (cd.get('linuxParameters') or {}).get(key.split('.', 1)[1])
@@ -919,8 +1022,8 @@ def leftovers(engine, cluster, store_path, netns_before, cgroups):
     return left
 
 
-def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engine, cluster, converge, store_path,
-                                                                            standins):  # pylint: disable=redefined-outer-name
+def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(
+        engine, cluster, converge, store_path, standins, moto_aws, host_aws_credentials):  # pylint: disable=redefined-outer-name
     docs = load_corpus()
     eligible, normalized = classify(docs)[2:]
     options = module_options()
@@ -932,6 +1035,8 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
     busy = [i for i in accepted if i not in binds + devices + digests and busy_ports(normalized[i])]
     real = [i for i in accepted if i not in binds and i not in devices and i not in digests and i not in busy]
     ordered = [i for i in real if any(cd.get('dependsOn') for cd in normalized[i]['containerDefinitions'])]
+    needs_aws = [i for i in real if any(aws_needs(normalized[i]))]
+    seeded = dict((i, seed_aws(moto_aws, i, normalized[i])) for i in needs_aws)
     started = time.time()
     standins([normalized[i] for i in real])
     built = time.time() - started
@@ -946,7 +1051,7 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
         if group['attrs'] and 'attributes' in options:
             args['attributes'] = group['attrs']
         tasks = [{'name': 'c%s' % i, 'task_definition': copy.deepcopy(docs[i]), 'pull': 'never'} for i in group['ids']]
-        r = converge(tasks=tasks, **args)
+        r = converge(tasks=tasks, aws_endpoint_url=moto_aws, aws_region=AWS_REGION, **args)
         assert not r.failed and not crashed(r), 'converge of %s: %s' % (group['ids'], r.get('msg'))
         time.sleep(1)
         for view in r['tasks']:
@@ -962,7 +1067,7 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
                 not_running.append('%s: %s %s %s' % (view['name'], view['last_status'], view.get('stopped_reason'),
                                                      statuses))
         for i in group['ids']:
-            made, failed, missed = verify(engine, 'c%s' % i, normalized[i], log_map)
+            made, failed, missed = verify(engine, 'c%s' % i, normalized[i], log_map, seeded.get(i))
             checks.extend((i,) + m for m in made)
             failures.extend(failed)
             for field in missed:
@@ -979,7 +1084,11 @@ def test_eligible_documents_converge_for_real_and_inspect_shows_every_field(engi
     text = '\n'.join([
         'real converges: %d documents in %d calls, %.1f s (stand-in images %.1f s) %s' % (
             len(real), len(groups), elapsed, built, ' '.join(real)),
-        'needs AWS to converge: 0 (task roles are registrations; pull never on present stand-ins)',
+        'needs AWS to converge (secrets, environment files; moto seeded from each document): %d %s, '
+        'converged: %d; values read: %d secrets, %d environment files' % (
+            len(needs_aws), ' '.join(needs_aws), len([i for i in needs_aws if not any(
+                n.startswith('c%s:' % i) for n in not_running)]),
+            sum(len(seeded[i]['values']) for i in needs_aws), sum(len(seeded[i]['files']) for i in needs_aws)),
         'not converged for real, host path binds: %d %s (%s)' % (
             len(binds), ' '.join(binds), ', '.join(sorted(set(p for i in binds for p in host_paths(normalized[i]))))),
         'not converged for real, a host device this host lacks: %d %s (%s)' % (

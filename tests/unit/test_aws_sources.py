@@ -33,6 +33,10 @@ def test_secret_sources(value_from, source):
     (SM + ':a:b:c:d', 'not a Secrets Manager secret ARN'),
     ('arn:aws:ssm:eu-west-1:123456789012:document/x', 'not an SSM parameter ARN'),
     ('arn:nonsense', 'neither an SSM parameter'),
+    ('arn:aws:secretsmanager:region:aws_account_id:secret:x', "names the region 'region', which is no AWS region"),
+    ('arn:aws:secretsmanager:eu-west-1:aws_account_id:secret:x',
+     "names the account 'aws_account_id', which is no 12-digit AWS account ID"),
+    ('arn:aws:ssm:eu-west-1:1:parameter/x', "names the account '1', which is no 12-digit AWS account ID"),
     ('', 'neither an SSM parameter'),
 ])
 def test_what_is_no_secret_source(value_from, words):
