@@ -66,6 +66,8 @@ def _engine(setting):
                'depends_on': 'the start order: a start waits for each condition (see "Container order")',
                'repository_credentials': 'the pull of its image: the username and password of a Secrets Manager '
                                          'secret, read as the execution role',
+               'firelens_configuration': 'the task\'s log router: its Fluent Bit configuration written and mounted, '
+                                         'its socket (see "Logs through a router")',
                'secrets': '`Env`: each value read from SSM or Secrets Manager as the execution role when the task '
                           'starts (see "Secrets and environment files")',
                'environment_files': '`Env`: the variables of each S3 file, read as the execution role when the task '

@@ -56,6 +56,10 @@ done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}}
 for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
   [ -d "$dir" ] && left+=("cgroup ${dir%/}")
 done
+# A task's FireLens files (its log router's configuration and socket), which go with the task.
+for dir in /run/drover/firelens/*/; do
+  [ -d "$dir" ] && left+=("FireLens files ${dir%/}")
+done
 # Simulated hosts' engines (tests/fixtures/fleet_engines.py: the fleet test's and the fleet bench's dockerd,
 # one directory per run); a fleet bench running meanwhile shows here too.
 for dir in /run/drover-fleet/*/ /var/lib/drover-fleet/*/; do

@@ -566,10 +566,41 @@ options:
             type: str
             choices:
             - s3
+      firelens_configuration:
+        description:
+        - 'Makes this container the task''s log router (ECS''s FireLens): the containers whose O(containers[].log_configuration.log_driver)
+          is V(awsfirelens) send their logs to it. The collection writes its Fluent Bit configuration (a forward input
+          on the socket C(/var/run/fluent.sock), ECS''s metadata C(ecs_cluster), C(ecs_task_definition), C(ecs_task_id)
+          unless switched off, the file named in the options, and one output per container from that container''s log
+          options) and mounts it at C(/fluent-bit/etc/fluent-bit.conf); the files live next to the host store and go with
+          the task.'
+        - The router starts before the containers that log to it. A task has one router; a container that logs with V(awsfirelens)
+          needs one.
+        - ECS C(firelensConfiguration).
+        type: dict
+        suboptions:
+          type:
+            description:
+            - 'The router: V(fluentbit).'
+            - ECS C(type).
+            type: str
+            required: true
+            choices:
+            - fluentbit
+            - fluentd
+          options:
+            description:
+            - 'C(enable-ecs-log-metadata) (V(true), the default, or V(false)), C(config-file-type) V(file) and C(config-file-value)
+              (an absolute path in the router''s image: the configuration of your own that the written one includes).'
+            - ECS C(options).
+            type: dict
       log_configuration:
         description:
         - The container's log driver and its options. The host's O(log_drivers) says which drivers are allowed; a driver
           this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), with a warning.
+        - V(awsfirelens) sends the container's logs to the task's log router (the container with O(containers[].firelens_configuration))
+          through the engine's V(fluentd) driver, which the host's O(log_drivers) must allow; its options (C(Name) and
+          the plugin's own) become the router's output for this container.
         - ECS C(logConfiguration).
         type: dict
         suboptions:

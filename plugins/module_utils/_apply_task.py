@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import platform
+import shutil
 import time
 import uuid
 
@@ -21,6 +23,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
 from ansible_collections.drover.fleet.plugins.module_utils import _cgroup as cgroup_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
 from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _files as files_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
@@ -195,6 +199,25 @@ class Pass:
                 self.engine.volume_create(vol.name, vol.driver, vol.driver_opts, labels)
         if decl.cpu or decl.memory:
             self._cgroups().ensure(level_mod.cgroup_parent(decl.cluster, decl.name), decl.cpu, decl.memory)
+        if firelens.router(decl.containers) is not None:
+            self._write_router_config(decl)
+
+    def _firelens_dir(self, decl):
+        return firelens.directory(self.store.path, decl.cluster, decl.name)
+
+    def _write_router_config(self, decl):
+        """The task's FireLens files: the router's configuration, and the directory of its socket. Raises
+        EngineError (the run's start fails with it)."""
+        path = self._firelens_dir(decl)
+        try:
+            for step in (os.path.dirname(os.path.dirname(path)), os.path.dirname(path), path):
+                files_mod.ensure_dir(step, 0o755 if step != path else 0o700)
+            files_mod.ensure_dir(os.path.join(path, 'socket'), 0o755)
+            fd = files_mod.open_file(os.path.join(path, firelens.CONFIG), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            with os.fdopen(fd, 'w') as handle:
+                handle.write(firelens.config_text(decl.cluster, decl.name, decl.containers))
+        except OSError as exc:
+            raise EngineError('cannot write the log router\'s configuration in %s: %s' % (path, exc))
 
     def _teardown_level(self, decl):
         """Every path that ends a run removes the task's own volumes and its parent cgroup (found by labels and by
@@ -202,6 +225,9 @@ class Pass:
         names = self.task_volumes.pop((decl.cluster, decl.name), [])
         parent = level_mod.cgroup_parent(decl.cluster, decl.name)
         had_cgroup = self._cgroups().exists(parent)
+        router_files = os.path.isdir(self._firelens_dir(decl))
+        if router_files and not self.check_mode:
+            shutil.rmtree(self._firelens_dir(decl), ignore_errors=True)
         if not self.check_mode:
             for name in names:
                 self.engine.volume_remove(name)
@@ -212,7 +238,7 @@ class Pass:
                     self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, exc))
         elif names:
             self.task_volumes[(decl.cluster, decl.name)] = names
-        return bool(names) or had_cgroup
+        return bool(names) or had_cgroup or router_files
 
     @staticmethod
     def gpu_task(decl):
@@ -557,6 +583,10 @@ class Pass:
         environment, device_requests = self._delivery(uuids, environment)
         config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
         host.update(self._task_host(decl, spec))
+        if spec.firelens_configuration is not None:
+            host['binds'] = list(host.get('binds') or ()) + firelens.router_binds(self._firelens_dir(decl))
+        if firelens.logs_to_router(spec):
+            host['log_config'] = firelens.log_config(spec, decl.name, self._firelens_dir(decl))
         more_labels.update(labels)                   # the collection's own labels win
         try:
             cid = self.engine.create(

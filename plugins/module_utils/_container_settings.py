@@ -51,6 +51,8 @@ ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 # The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
+# ECS's driver of FireLens: the engine's fluentd driver, writing to the task's log router (_firelens.py).
+FIRELENS_DRIVER = 'awsfirelens'
 # The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
 OWN_LABELS = 'drover.'
 # The most environment files one container reads (as ECS has it).
@@ -472,10 +474,27 @@ SETTINGS = (
             U('value', 'value', 'str', 'The S3 object\'s ARN: V(arn:aws:s3:::bucket/path/to/file.env).',
               required=True),
             U('type', 'type', 'str', 'Where the file is: V(s3) (the only kind; the default).', choices=['s3']))),
+    S('firelens_configuration', 'firelensConfiguration', 'record', [
+        'Makes this container the task\'s log router (ECS\'s FireLens): the containers whose '
+        'O(containers[].log_configuration.log_driver) is V(awsfirelens) send their logs to it. The collection '
+        'writes its Fluent Bit configuration (a forward input on the socket C(/var/run/fluent.sock), ECS\'s '
+        'metadata C(ecs_cluster), C(ecs_task_definition), C(ecs_task_id) unless switched off, the file named in '
+        'the options, and one output per container from that container\'s log options) and mounts it at '
+        'C(/fluent-bit/etc/fluent-bit.conf); the files live next to the host store and go with the task.',
+        'The router starts before the containers that log to it. A task has one router; a container that logs '
+        'with V(awsfirelens) needs one.'], sub=(
+            U('type', 'type', 'str', 'The router: V(fluentbit).', required=True, choices=['fluentbit', 'fluentd']),
+            U('options', 'options', 'map', 'C(enable-ecs-log-metadata) (V(true), the default, or V(false)), '
+              'C(config-file-type) V(file) and C(config-file-value) (an absolute path in the router\'s image: '
+              'the configuration of your own that the written one includes).'))),
     S('log_configuration', 'logConfiguration', 'record', [
         'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
         'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
-        'with a warning.'], sub=(
+        'with a warning.',
+        'V(awsfirelens) sends the container\'s logs to the task\'s log router (the container with '
+        'O(containers[].firelens_configuration)) through the engine\'s V(fluentd) driver, which the host\'s '
+        'O(log_drivers) must allow; its options (C(Name) and the plugin\'s own) become the router\'s output '
+        'for this container.'], sub=(
             U('log_driver', 'logDriver', 'str', 'The driver: V(json-file), V(local), V(syslog), V(journald), '
               'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps).', required=True),
             U('options', 'options', 'map', 'The driver\'s options.')), to='host.log_config'),
@@ -489,7 +508,6 @@ Container = collections.namedtuple('Container', OPTIONS)
 ECS_REFUSED = {
     'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
                      'restart',
-    'firelensConfiguration': 'is not supported yet (FireLens log routing comes in a later release)',
     'credentialSpecs': 'is refused: gMSA credential specs are for Windows containers',
 }
 # ECS members with no effect on a host of its own: accepted as they are.
@@ -701,6 +719,12 @@ def _log_policy(c, at, host):
     driver = config['log_driver']
     mapped = dict(host.get('log_driver_map') or DEFAULT_LOG_DRIVER_MAP)
     warnings = []
+    if driver == FIRELENS_DRIVER:
+        allowed = host.get('log_drivers') or LOG_DRIVERS
+        if 'fluentd' not in allowed:
+            raise SpecError('%s %s logs through the engine\'s fluentd driver, which is not allowed on this host '
+                            '(allowed: %s)' % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+        return c, warnings
     if driver in mapped:
         warnings.append('%s %s cannot be served on this host: container %s logs with %s instead (log_driver_map)'
                         % (at('log_configuration', 'log_driver'), driver, c.name, mapped[driver]))
@@ -761,9 +785,6 @@ def from_ecs(cd, where):
     if log.get('secretOptions'):
         raise SpecError('%s.logConfiguration.secretOptions is not supported yet (log driver secrets come in a later '
                         'release)' % where)
-    if log.get('logDriver') == 'awsfirelens':
-        raise SpecError('%s.logConfiguration.logDriver awsfirelens is not supported yet (FireLens log routing comes '
-                        'in a later release)' % where)
     known = set(s.ecs.split('.')[0] for s in SETTINGS if s.ecs) | set(ECS_ACCEPTED) | {'resourceRequirements'}
     unknown = sorted(k for k, v in cd.items() if k not in known and k not in ECS_REFUSED and v not in (None, [], {}))
     if unknown:
@@ -911,12 +932,15 @@ def start_order(containers):
     depends_on), as ECS's agent orders them; in the order declared otherwise. The references were checked (no
     cycle)."""
     done, out = set(), []
+    # The log router starts before the containers that log to it (ECS's agent makes that a START dependency).
+    routers = [c.name for c in containers if c.firelens_configuration is not None]
 
     def visit(c, by_name):
         if c.name in done:
             return
         done.add(c.name)
-        for name in needs(c):
+        logs = dict(c.log_configuration or ()).get('log_driver') == FIRELENS_DRIVER
+        for name in needs(c) + (routers if logs else []):
             visit(by_name[name], by_name)
         out.append(c)
     by_name = dict((c.name, c) for c in containers)
@@ -984,6 +1008,13 @@ def check_references(containers, field, network_mode, volume_names, ecs=False):
                 if other not in seen:
                     seen.add(other)
                     todo.append((other, path + [other], kinds + (option,)))
+
+
+def namer_of(field, ecs):
+    """names(i, option, member=None): the name of a setting of the i-th container of `field` in a message."""
+    def names(i, option, member=''):
+        return _namer('%s[%d]' % (field, i), ecs)(option, member or '')
+    return names
 
 
 def _member(at, option, index, member):

@@ -22,6 +22,7 @@ import re
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name as _name
 from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 
@@ -265,6 +266,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         settings.check_references(containers, containers_field, network_mode,
                                   set(v.name for v in level['volumes'] or ()),
                                   ecs=raw.get('task_definition') is not None)
+        firelens.check(containers, containers_field, settings.namer_of(containers_field,
+                                                                       raw.get('task_definition') is not None))
         _check_sizes(containers, containers_field, level, name, raw.get('task_definition') is not None)
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)

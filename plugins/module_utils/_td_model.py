@@ -73,9 +73,9 @@ OPERATION = 'RegisterTaskDefinition'
 OUTPUT_ONLY = ('taskDefinitionArn', 'revision', 'status', 'requiresAttributes', 'compatibilities',
                'registeredAt', 'registeredBy', 'deregisteredAt')
 # Container-level fields a later release handles; normalize accepts them, the caller refuses them.
-FIELDS_NEXT = ('restartPolicy', 'firelensConfiguration')
+FIELDS_NEXT = ('restartPolicy',)
 LOG_FIELDS_NEXT = ('secretOptions',)
-LOG_DRIVERS_NEXT = ('awsfirelens',)
+LOG_DRIVERS_NEXT = ()
 # The most errors one message lists, and the most characters of one error or of a quoted value.
 MAX_ERRORS = 10
 MAX_ERROR_CHARS = 300

@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+"""FireLens on the real engine: a task's log router (the container with `firelensConfiguration`), the
+configuration the collection writes for it, and the containers that log with `awsfirelens` through the engine's
+fluentd driver. The router's image here is the test busybox (no Fluent Bit is at hand): the test's own forward
+receiver (tests/fixtures/fluent_forward.py) listens on the router's socket, as Fluent Bit would inside the router,
+and receives the lines the engine's driver sends."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import shutil
+
+import pytest
+
+from fluent_forward import Receiver
+from helpers import container, host_snapshot, statuses, wait_for
+
+from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
+
+APP_LOG = {'log_driver': 'awsfirelens', 'options': {'Name': 'cloudwatch_logs', 'region': 'us-west-2',
+                                                    'log_group_name': 'app', 'auto_create_group': 'true'}}
+
+
+def router(**kw):
+    spec = container('log_router', firelens_configuration={'type': 'fluentbit'})
+    spec.update(kw)
+    return spec
+
+
+def app(log=None, **kw):
+    spec = container('app', ['sh', '-c', 'echo line-one; echo line-two; exec sleep 3600'],
+                     log_configuration=log or APP_LOG)
+    spec.update(kw)
+    return spec
+
+
+@pytest.fixture
+def receiver(store_path, cluster):
+    """The router's socket on the host, with the test's receiver listening on it."""
+    path = firelens.directory(store_path, cluster, 'logs')
+    os.makedirs(os.path.join(path, 'socket'), 0o755)
+    got = Receiver(os.path.join(path, 'socket', firelens.SOCKET)).start()
+    yield got
+    got.stop()
+    shutil.rmtree(path, ignore_errors=True)     # a test that leaves its task running (the cluster's cleanup
+    #                                             removes its containers, not what the task's converge wrote)
+
+
+def started_at(engine, name):
+    return engine.api.inspect_container(name)['State']['StartedAt']
+
+
+def test_containers_log_to_the_task_s_router_through_the_engine(engine, cluster, converge, store_path, receiver):
+    args = dict(name='logs', containers=[app(), router(), container('plain')])
+    check = converge(check=True, **args)
+    assert check['changed'] and statuses(engine, cluster) == {}
+    r = converge(**args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    # The engine's driver delivers the app's lines to the router's socket, tagged as ECS tags them.
+    wait_for(lambda: receiver.lines('app-firelens-logs') == ['line-one', 'line-two'], timeout=15)
+    assert set(t for t, _r in receiver.records) == {'app-firelens-logs'}      # only the app logs to the router
+    path = firelens.directory(store_path, cluster, 'logs')
+    app_c = engine.api.inspect_container('logs-app')
+    assert app_c['HostConfig']['LogConfig'] == {'Type': 'fluentd', 'Config': {
+        'fluentd-address': 'unix://%s/socket/fluent.sock' % path, 'fluentd-async': 'true', 'tag': 'app-firelens-logs'}}
+    assert engine.api.inspect_container('logs-plain')['HostConfig']['LogConfig']['Type'] == 'json-file'
+    # The router: its configuration (read-only) and its socket's directory, and it started first.
+    mounts = dict((m['Destination'], (m['Source'], m['RW'])) for m in engine.api.inspect_container(
+        'logs-log_router')['Mounts'])
+    assert mounts == {'/fluent-bit/etc/fluent-bit.conf': ('%s/fluent-bit.conf' % path, False),
+                      '/var/run': ('%s/socket' % path, True)}
+    assert started_at(engine, 'logs-log_router') < started_at(engine, 'logs-app')
+    with open(os.path.join(path, 'fluent-bit.conf'), encoding='utf-8') as handle:
+        text = handle.read()
+    assert '[INPUT]\n    Name forward\n    unix_path /var/run/fluent.sock\n' in text, text
+    assert '    Record ecs_cluster %s\n' % cluster in text and '    Record ecs_task_definition logs\n' in text, text
+    assert ('[OUTPUT]\n    Name cloudwatch_logs\n    Match app-firelens*\n    auto_create_group true\n'
+            '    log_group_name app\n    region us-west-2\n') in text, text
+    assert text.count('[OUTPUT]') == 1
+    assert not converge(**args)['changed']
+
+    # A changed output replaces the task's containers and rewrites the router's configuration.
+    changed = converge(name='logs', containers=[app(log=dict(APP_LOG, options={'Name': 'firehose',
+                                                                               'delivery_stream': 's'})),
+                                                router(), container('plain')])
+    assert changed['changed'] and changed['task']['changed_fields'] == ['containers[app].log_configuration']
+    with open(os.path.join(path, 'fluent-bit.conf'), encoding='utf-8') as handle:
+        assert '[OUTPUT]\n    Name firehose\n    Match app-firelens*\n    delivery_stream s\n' in handle.read()
+    # Absent: the containers and the task's FireLens files go.
+    receiver.stop()
+    assert converge(name='logs', state='absent')['changed']
+    assert statuses(engine, cluster) == {} and not os.path.exists(path)
+
+
+def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge, store_path, receiver):
+    td = {'family': 'logs', 'containerDefinitions': [
+        {'name': 'log_router', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
+         'firelensConfiguration': {'type': 'fluentbit', 'options': {'enable-ecs-log-metadata': 'false',
+                                                                   'config-file-type': 'file',
+                                                                   'config-file-value': '/extra.conf'}}},
+        {'name': 'app', 'image': container('x')['image'], 'essential': True,
+         'command': ['sh', '-c', 'echo from-a-task-definition; exec sleep 3600'],
+         'logConfiguration': {'logDriver': 'awsfirelens', 'options': {'Name': 'es', 'Host': 'search.example',
+                                                                       'Port': '443'}}}]}
+    r = converge(task_definition=td)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    wait_for(lambda: receiver.lines('app-firelens-logs') == ['from-a-task-definition'], timeout=15)
+    with open(os.path.join(firelens.directory(store_path, cluster, 'logs'), 'fluent-bit.conf'), encoding='utf-8') as f:
+        text = f.read()
+    assert 'record_modifier' not in text and '@INCLUDE /extra.conf\n' in text, text
+    assert '[OUTPUT]\n    Name es\n    Match app-firelens*\n    Host search.example\n    Port 443\n' in text, text
+    assert not converge(task_definition=td)['changed']
+
+
+@pytest.mark.parametrize('containers,options,words', [
+    ([app(), container('other')], {}, 'containers[0].log_configuration.log_driver awsfirelens needs the task\'s log '
+                                      'router: a container with firelens_configuration (none in containers)'),
+    ([app(), router(), router(name='second')], {}, 'containers[2].firelens_configuration: a task has one log '
+                                                   'router; containers log_router and second both declare one'),
+    ([app(), router(firelens_configuration={'type': 'fluentd'})], {},
+     'containers[1].firelens_configuration.type fluentd is not supported (supported: fluentbit)'),
+    ([app(), router(log_configuration=APP_LOG)], {},
+     'containers[1].log_configuration.log_driver awsfirelens: the log router cannot log to itself'),
+    ([app(), router(firelens_configuration={'type': 'fluentbit', 'options': {'config-file-type': 's3',
+                                                                           'config-file-value': 'arn:aws:s3:::b/k'}})],
+     {}, 'containers[1].firelens_configuration.options.config-file-type s3 is not supported yet'),
+    ([app(log={'log_driver': 'awsfirelens', 'options': {'region': 'x'}}), router()], {},
+     'containers[0].log_configuration.options needs Name'),
+    ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es', 'Host': 'h\n[INPUT]\n    Name tail'}}),
+      router()], {}, 'containers[0].log_configuration.options.Host: a Fluent Bit output option is a name'),
+    ([app(), router()], {'log_drivers': ['json-file']},
+     'containers[0].log_configuration.log_driver awsfirelens logs through the engine\'s fluentd driver, which is '
+     'not allowed on this host (allowed: json-file)'),
+])
+def test_a_bad_firelens_declaration_is_refused_naming_the_field_and_nothing_changes(
+        engine, cluster, converge, store_path, containers, options, words):
+    before = host_snapshot(engine, store_path, cluster)
+    r = converge(name='logs', containers=containers, **options)
+    assert r.failed and words in r['msg'], r.get('msg')
+    assert host_snapshot(engine, store_path, cluster) == before
+    assert not os.path.exists(firelens.directory(store_path, cluster, 'logs'))
