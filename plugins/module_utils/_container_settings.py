@@ -19,6 +19,7 @@ __metaclass__ = type
 import collections
 import re
 
+from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
 
 # Docker refuses a memory limit below 6 MiB ("Minimum memory limit allowed is 6MB").
@@ -648,24 +649,32 @@ def _rules(c, at, network_mode, host):
 
 
 def _log_policy(c, at, host):
-    """The host's log policy: a mapped driver is replaced (with a warning), a driver not allowed is refused."""
+    """The host's log policy: a mapped driver is replaced (with a warning), a driver not allowed is refused;
+    awslogs is served (its options checked) where the host says it has AWS access for logs (aws_logs)."""
     config = dict(c.log_configuration)
     driver = config['log_driver']
     mapped = dict(host.get('log_driver_map') or DEFAULT_LOG_DRIVER_MAP)
+    allowed = tuple(host.get('log_drivers') or LOG_DRIVERS)
+    if host.get('aws_logs'):
+        # The host has AWS access for logs: awslogs is the engine's own driver, never mapped.
+        mapped.pop(awslogs.DRIVER, None)
+        allowed += (awslogs.DRIVER,)
     warnings = []
     if driver in mapped:
         warnings.append('%s %s cannot be served on this host: container %s logs with %s instead (log_driver_map)'
                         % (at('log_configuration', 'log_driver'), driver, c.name, mapped[driver]))
         config = {'log_driver': mapped[driver]}     # the options were the other driver's
         driver = mapped[driver]
-    allowed = host.get('log_drivers') or LOG_DRIVERS
     if driver not in allowed:
         raise SpecError('%s %r is not allowed on this host (allowed: %s)'
                         % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+    if driver == awslogs.DRIVER:
+        awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
 
 
-# The drivers of ECS that a host of its own cannot serve, and what they become (the host's log_driver_map).
+# The drivers of ECS that a host of its own cannot serve, and what they become (the host's log_driver_map);
+# awslogs leaves the map on a host with AWS access for logs (aws_logs).
 DEFAULT_LOG_DRIVER_MAP = (('awslogs', 'local'), ('splunk', 'local'))
 
 

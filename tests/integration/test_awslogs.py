@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+"""awslogs for real: on a host with AWS access for logs (aws_logs), a task's container logs with the engine's
+own awslogs driver, which fetches the task's execution-role credentials from the credentials endpoint
+(roles/host/files/drover_credentials.py, run as the host runs it) and writes to CloudWatch Logs (moto's server
+on 127.0.0.1); the lines are read back with boto3, in the stream ECS names (<prefix>/<container>/<task>). The
+execution role's registration is served to the host alone: a container on the bridge asking for it gets 403,
+as for an unknown ID, and it goes with the task."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import urllib.error
+import urllib.request
+
+import boto3
+import pytest
+
+from helpers import IMAGE, container, host_snapshot, store_rows, wait_for, warnings_of
+from test_credentials_endpoint import dummy_present, fetch, nat_rules, service, sts  # noqa: F401  pylint: disable=unused-import
+
+EXEC_ROLE = 'arn:aws:iam::123456789012:role/app-execution'
+REGION = 'us-east-1'
+SCRIPT = ['sh', '-c', 'echo first line; echo second line; exec sleep 3600']
+
+
+@pytest.fixture
+def aws(moto_aws):
+    """moto's clients (it takes any credentials), with the execution role seeded in IAM."""
+    def client(name):
+        return boto3.client(name, endpoint_url=moto_aws, region_name=REGION, aws_access_key_id='testing',
+                            aws_secret_access_key='testing')
+    iam = client('iam')
+    try:
+        iam.create_role(RoleName='app-execution', AssumeRolePolicyDocument=json.dumps({
+            'Version': '2012-10-17', 'Statement': [{'Effect': 'Allow', 'Action': 'sts:AssumeRole',
+                                                    'Principal': {'Service': 'ecs-tasks.amazonaws.com'}}]}))
+    except iam.exceptions.EntityAlreadyExistsException:
+        pass
+    return client('logs')
+
+
+def lines(logs, group, stream):
+    try:
+        return [e['message'] for e in logs.get_log_events(logGroupName=group, logStreamName=stream)['events']]
+    except logs.exceptions.ResourceNotFoundException:
+        return []
+
+
+def host_get(cred_id):
+    """The host's own fetch, as the engine's driver makes it (no token): the HTTP status."""
+    try:
+        with urllib.request.urlopen('http://169.254.170.2/v2/credentials/%s' % cred_id, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def log_config(engine, result, name='main'):
+    cid = dict((c['name'], c['runtime_id']) for c in result['task']['containers'])[name]
+    return engine.api.inspect_container(cid)['HostConfig']['LogConfig']
+
+
+def host_rows(store_path):
+    return [r for r in store_rows(store_path)['credentials'] if r[4] == 'host']
+
+
+def test_awslogs_writes_to_cloudwatch_logs_with_the_execution_role(engine, cluster, converge, store_path, service,
+                                                                   moto_aws, aws):
+    service()
+    host = {'aws_logs': True, 'aws_endpoint_url': moto_aws}
+    # The task definition form: the group made by the driver (awslogs-create-group), the region declared.
+    td = {'family': 'web', 'executionRoleArn': EXEC_ROLE, 'containerDefinitions': [{
+        'name': 'main', 'image': IMAGE, 'command': SCRIPT,
+        'logConfiguration': {'logDriver': 'awslogs', 'options': {
+            'awslogs-group': '/ecs/' + cluster, 'awslogs-region': REGION, 'awslogs-stream-prefix': 'web',
+            'awslogs-create-group': 'true'}}}]}
+    web = converge(name='web', task_definition=td, **host)
+    assert web['task']['last_status'] == 'RUNNING', web['task']
+    assert not [w for w in warnings_of(web) if 'awslogs' in w], warnings_of(web)
+    # The native form: a group made beforehand, the region from aws_region.
+    aws.create_log_group(logGroupName='/native/' + cluster)
+    native = converge(name='api', execution_role_arn=EXEC_ROLE, aws_region=REGION, containers=[container(
+        'main', SCRIPT, log_configuration={'log_driver': 'awslogs', 'options': {
+            'awslogs-group': '/native/' + cluster, 'awslogs-stream-prefix': 'api'}})], **host)
+    assert native['task']['last_status'] == 'RUNNING', native['task']
+
+    # The lines, read back from CloudWatch Logs in ECS's streams (the driver sends every 5 s).
+    assert wait_for(lambda: lines(aws, '/ecs/' + cluster, 'web/main/web'), timeout=15) == ['first line', 'second line']
+    assert wait_for(lambda: lines(aws, '/native/' + cluster, 'api/main/api'), timeout=15) == \
+        ['first line', 'second line']
+    groups = [g['logGroupName'] for g in aws.describe_log_groups(logGroupNamePrefix='/ecs/' + cluster)['logGroups']]
+    assert groups == ['/ecs/' + cluster]
+
+    # The engine's driver got the options as ECS's agent gives them, and a credential ID of each run's own.
+    rows = host_rows(store_path)
+    assert sorted((r[1], r[2], r[3]) for r in rows) == [(cluster, 'api', EXEC_ROLE), (cluster, 'web', EXEC_ROLE)]
+    ids = dict((r[2], r[0]) for r in rows)
+    assert log_config(engine, web) == {'Type': 'awslogs', 'Config': {
+        'awslogs-group': '/ecs/' + cluster, 'awslogs-region': REGION, 'awslogs-stream': 'web/main/web',
+        'awslogs-create-group': 'true', 'awslogs-endpoint': moto_aws,
+        'awslogs-credentials-endpoint': '/v2/credentials/%s' % ids['web']}}
+    assert log_config(engine, native)['Config']['awslogs-credentials-endpoint'] == '/v2/credentials/%s' % ids['api']
+    assert len(ids['web']) == 32 and ids['web'] != ids['api']
+    # ... and no label or environment of the container carries it.
+    inspected = engine.api.inspect_container(web['task']['containers'][0]['runtime_id'])
+    assert ids['web'] not in json.dumps(inspected['Config'])
+
+    # The registrations are the host's alone: a container on the bridge (the task's own, or another task's)
+    # asking for them gets 403, as for an ID nobody holds; the host itself gets them.
+    box = web['task']['containers'][0]['runtime_id']
+    for cred_id in (ids['web'], ids['api']):
+        assert fetch(engine, box, cred_id, token='')[0] == 403
+        assert fetch(engine, box, cred_id, token='0' * 64)[0] == 403
+        assert host_get(cred_id) == 200
+    assert fetch(engine, box, 'nobody', token='')[0] == 403
+
+    # Converged again: nothing changes (the same containers, the same registrations).
+    assert not converge(name='web', task_definition=td, **host)['changed']
+    assert host_rows(store_path) == rows
+    # A stopped task's registration goes with it: the host gets 403 too.
+    converge(name='web', task_definition=td, state='stopped', **host)
+    converge(name='api', state='absent', containers=[container('main')], **host)
+    assert host_rows(store_path) == []
+    assert host_get(ids['web']) == 403 and host_get(ids['api']) == 403
+
+
+@pytest.mark.parametrize('options, words', [
+    ({'awslogs-region': REGION}, 'awslogs-group is required'),
+    ({'awslogs-group': 'g'}, 'awslogs-region is required'),
+    ({'awslogs-group': 'g', 'awslogs-region': REGION, 'awslogs-credentials-endpoint': '/v2/credentials/x'},
+     'awslogs-credentials-endpoint is set by this collection'),
+    ({'awslogs-group': 'g', 'awslogs-region': REGION, 'awslogs-colour': 'blue'},
+     'awslogs-colour is not an option of the awslogs driver'),
+])
+def test_bad_awslogs_options_change_nothing(engine, cluster, converge, store_path, options, words):
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    td = {'family': 'bad', 'executionRoleArn': EXEC_ROLE, 'containerDefinitions': [{
+        'name': 'main', 'image': IMAGE, 'logConfiguration': {'logDriver': 'awslogs', 'options': options}}]}
+    result = converge(name='bad', task_definition=td, aws_logs=True)
+    assert result.get('failed') and 'task_definition.containerDefinitions[0].logConfiguration.options.' in result['msg']
+    assert words in result['msg'], result['msg']
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
