@@ -515,13 +515,15 @@ options:
         description:
         - The container's log driver and its options. The host's O(log_drivers) says which drivers are allowed; a driver
           this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), with a warning.
+          On a host with AWS access for logs (O(aws_logs)), V(awslogs) is the engine's own driver, with the execution
+          role's credentials.
         - ECS C(logConfiguration).
         type: dict
         suboptions:
           log_driver:
             description:
             - 'The driver: V(json-file), V(local), V(syslog), V(journald), V(gelf), V(fluentd), V(none) (or one O(log_driver_map)
-              maps).'
+              maps; V(awslogs) with O(aws_logs)).'
             - ECS C(logDriver).
             type: str
             required: true

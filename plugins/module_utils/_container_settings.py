@@ -446,9 +446,11 @@ SETTINGS = (
     S('log_configuration', 'logConfiguration', 'record', [
         'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
         'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
-        'with a warning.'], sub=(
+        'with a warning. On a host with AWS access for logs (O(aws_logs)), V(awslogs) is the engine\'s own driver, '
+        'with the execution role\'s credentials.'], sub=(
             U('log_driver', 'logDriver', 'str', 'The driver: V(json-file), V(local), V(syslog), V(journald), '
-              'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps).', required=True),
+              'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps; V(awslogs) with O(aws_logs)).',
+              required=True),
             U('options', 'options', 'map', 'The driver\'s options.')), to='host.log_config'),
 )
 BY_OPTION = collections.OrderedDict((s.option, s) for s in SETTINGS)
