@@ -325,6 +325,26 @@ class Pass:
                 if not self.check_mode:
                     self.store.put_credential(cred_id, decl.cluster, decl.name, role, task_ip, self.clock())
                 known.add(cred_id)
+        self._adopt_log_role(decl, observed)
+
+    def _adopt_log_role(self, decl, observed):
+        """A running task whose execution-role registration for awslogs the store lost: registered again from
+        its containers' log configuration (one inspect, only then), so the driver's next renewal is answered."""
+        if not (decl.execution_role_arn and awslogs.served(decl.containers)) or any(
+                (c['cluster'], c['task']) == (decl.cluster, decl.name) and c['source_ip'] == awslogs.HOST_SOURCE
+                for c in self.credentials):
+            return
+        for obs in observed:
+            if plan_mod.container_status(obs) == plan_mod.RUNNING:
+                cred_id = awslogs.cred_id_of(self.engine.log_config(obs['id']))
+                if cred_id:
+                    row = {'cred_id': cred_id, 'cluster': decl.cluster, 'task': decl.name,
+                           'role_arn': decl.execution_role_arn, 'source_ip': awslogs.HOST_SOURCE}
+                    if not self.check_mode:
+                        self.store.put_credential(cred_id, decl.cluster, decl.name, decl.execution_role_arn,
+                                                  awslogs.HOST_SOURCE, self.clock())
+                        self.credentials.append(row)
+                    return
 
     def adopt_gpus(self, decl, observed):
         """Re-pin what the task's running containers hold (their drover.gpus labels): no UUID twice."""

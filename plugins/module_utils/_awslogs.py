@@ -21,6 +21,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DRIVER = 'awslogs'
@@ -83,6 +85,14 @@ def engine_options(options, container, task, cred_id=None, region=None, endpoint
     if cred_id:
         out['awslogs-credentials-endpoint'] = credentials_path(cred_id)
     return out
+
+
+def cred_id_of(log_config):
+    """The credential ID a container's log configuration (the engine's {'Type', 'Config'}) fetches, or None."""
+    log = log_config or {}
+    path = (log.get('Config') or {}).get('awslogs-credentials-endpoint') or ''
+    found = re.match(r'^/v2/credentials/([0-9a-f]{32})\Z', path) if log.get('Type') == DRIVER else None
+    return found.group(1) if found else None
 
 
 def served(containers):

@@ -61,11 +61,12 @@ def log_config(engine, result, name='main'):
 
 
 def host_rows(store_path):
-    return [r for r in store_rows(store_path)['credentials'] if r[4] == 'host']
+    """The store's registrations for the host itself: (cred_id, cluster, task, role, source)."""
+    return [r[:5] for r in store_rows(store_path)['credentials'] if r[4] == 'host']
 
 
 def test_awslogs_writes_to_cloudwatch_logs_with_the_execution_role(engine, cluster, converge, store_path, service,
-                                                                   moto_aws, aws):
+                                                                   moto_aws, aws, tmp_path):
     service()
     host = {'aws_logs': True, 'aws_endpoint_url': moto_aws}
     # The task definition form: the group made by the driver (awslogs-create-group), the region declared.
@@ -117,6 +118,10 @@ def test_awslogs_writes_to_cloudwatch_logs_with_the_execution_role(engine, clust
     # Converged again: nothing changes (the same containers, the same registrations).
     assert not converge(name='web', task_definition=td, **host)['changed']
     assert host_rows(store_path) == rows
+    # A store lost while the task runs: its registration is found again in its containers' log configuration.
+    fresh = str(tmp_path / 'fresh' / 'store.db')
+    again = converge(name='web', task_definition=td, store_path=fresh, **host)
+    assert not again['changed'] and host_rows(fresh) == [r for r in rows if r[2] == 'web']
     # A stopped task's registration goes with it: the host gets 403 too.
     converge(name='web', task_definition=td, state='stopped', **host)
     converge(name='api', state='absent', containers=[container('main')], **host)
@@ -140,3 +145,30 @@ def test_bad_awslogs_options_change_nothing(engine, cluster, converge, store_pat
     assert result.get('failed') and 'task_definition.containerDefinitions[0].logConfiguration.options.' in result['msg']
     assert words in result['msg'], result['msg']
     assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+
+
+def test_without_the_endpoint_the_task_stops_with_the_engine_s_reason(engine, cluster, converge, store_path, moto_aws):
+    # No credentials endpoint serves this store: the engine's driver gets no credentials when the container
+    # starts, the start fails, and the task stops with the engine's words; nothing of it is left.
+    td = {'family': 'web', 'executionRoleArn': EXEC_ROLE, 'containerDefinitions': [{
+        'name': 'main', 'image': IMAGE, 'command': SCRIPT,
+        'logConfiguration': {'logDriver': 'awslogs', 'options': {
+            'awslogs-group': '/ecs/' + cluster, 'awslogs-region': REGION, 'awslogs-create-group': 'true'}}}]}
+    result = converge(name='web', task_definition=td, aws_logs=True, aws_endpoint_url=moto_aws)
+    assert result['task']['last_status'] == 'STOPPED', result['task']
+    reason = result['task']['stopped_reason']
+    assert reason.startswith('container start failed: failed to initialize logging driver') and 'credentials' in reason, reason
+    assert host_rows(store_path) == []
+    assert engine.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}) == []
+
+
+def test_by_default_awslogs_is_local_and_nothing_is_registered(engine, cluster, converge, store_path):
+    # The default policy (no AWS access for logs): local, with the warning; no registration for the host.
+    td = {'family': 'web', 'executionRoleArn': EXEC_ROLE, 'containerDefinitions': [{
+        'name': 'main', 'image': IMAGE, 'command': SCRIPT,
+        'logConfiguration': {'logDriver': 'awslogs', 'options': {'awslogs-group': 'g', 'awslogs-region': REGION}}}]}
+    result = converge(name='web', task_definition=td)
+    assert result['task']['last_status'] == 'RUNNING'
+    assert [w for w in warnings_of(result) if 'awslogs cannot be served on this host' in w]
+    assert log_config(engine, result) == {'Type': 'local', 'Config': {}}
+    assert host_rows(store_path) == []

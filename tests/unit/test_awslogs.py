@@ -97,3 +97,13 @@ def test_engine_options_as_the_ecs_agent_gives_them():
         'awslogs-group': 'g', 'awslogs-endpoint': 'https://logs.example', 'awslogs-region': 'us-east-1'}
     assert awslogs.stream('p', 'c', 't') == 'p/c/t'
     assert awslogs.credentials_path('x') == '/v2/credentials/x'
+
+
+def test_the_credential_id_is_read_back_from_the_engine_s_log_configuration():
+    ident = 'c0ffee' * 5 + 'ab'
+    path = awslogs.credentials_path(ident)
+    assert awslogs.cred_id_of({'Type': 'awslogs', 'Config': {'awslogs-credentials-endpoint': path}}) == ident
+    for other in ({'Type': 'local', 'Config': {'awslogs-credentials-endpoint': path}}, {'Type': 'awslogs', 'Config': {}},
+                  {'Type': 'awslogs', 'Config': {'awslogs-credentials-endpoint': path + '/..'}},
+                  {'Type': 'awslogs', 'Config': {'awslogs-credentials-endpoint': '/v2/credentials/short'}}, {}, None):
+        assert awslogs.cred_id_of(other) is None, other
