@@ -19,6 +19,7 @@ from helpers import IMAGE, container, host_snapshot, store_rows, wait_for, warni
 from test_credentials_endpoint import dummy_present, fetch, nat_rules, service, sts  # noqa: F401  pylint: disable=unused-import
 
 EXEC_ROLE = 'arn:aws:iam::123456789012:role/app-execution'
+TASK_ROLE = 'arn:aws:iam::123456789012:role/app-task'
 REGION = 'us-east-1'
 SCRIPT = ['sh', '-c', 'echo first line; echo second line; exec sleep 3600']
 
@@ -172,3 +173,31 @@ def test_by_default_awslogs_is_local_and_nothing_is_registered(engine, cluster, 
     assert [w for w in warnings_of(result) if 'awslogs cannot be served on this host' in w]
     assert log_config(engine, result) == {'Type': 'local', 'Config': {}}
     assert host_rows(store_path) == []
+
+
+def test_a_task_namespace_gets_no_execution_role(engine, cluster, converge, store_path, service, moto_aws, aws,
+                                                  fake_eni, netns_cleanup):
+    # An awsvpc task around an ENI logs with awslogs too (the engine's driver runs on the host); from its own
+    # namespace, over its credential link, its execution role's path is 403 (its task role's, with its token,
+    # is served: the link works).
+    service()
+    eni = fake_eni()
+    eni.plug()
+    result = converge(name='vpc', network_mode='awsvpc', awsvpc={'eni_mac': eni.mac, 'address': eni.address()},
+                      task_role_arn=TASK_ROLE, execution_role_arn=EXEC_ROLE, aws_logs=True, aws_endpoint_url=moto_aws,
+                      containers=[container('main', SCRIPT, log_configuration={'log_driver': 'awslogs', 'options': {
+                          'awslogs-group': '/vpc/' + cluster, 'awslogs-region': REGION, 'awslogs-create-group': 'true',
+                          'awslogs-stream-prefix': 'vpc'}})])
+    assert result['task']['last_status'] == 'RUNNING', result['task']
+    # The driver made the group and the stream when the container started, as the execution role.
+    streams = aws.describe_log_streams(logGroupName='/vpc/' + cluster)['logStreams']
+    assert [s['logStreamName'] for s in streams] == ['vpc/main/vpc']
+    (exec_id,) = [r[0] for r in host_rows(store_path)]
+    box = result['task']['containers'][0]['runtime_id']
+    assert fetch(engine, box)[0] == 200
+    assert fetch(engine, box, exec_id)[0] == 403
+    assert fetch(engine, box, exec_id, token='')[0] == 403
+    assert fetch(engine, box, exec_id)[0] == fetch(engine, box, 'nobody')[0]
+    converge(name='vpc', state='absent', network_mode='awsvpc', awsvpc={'eni_mac': eni.mac, 'address': eni.address()},
+             containers=[container('main')])
+    assert host_rows(store_path) == [] and store_rows(store_path)['credentials'] == []
