@@ -32,6 +32,9 @@ HOST_SOURCE = 'host'
 # What a task may declare (ECS's awslogs options, and the engine's generic delivery options).
 OPTIONS = ('awslogs-group', 'awslogs-region', 'awslogs-stream-prefix', 'awslogs-create-group', 'awslogs-endpoint',
            'awslogs-datetime-format', 'awslogs-multiline-pattern', 'mode', 'max-buffer-size')
+# The words the engine's driver takes for awslogs-create-group (Go's strconv.ParseBool; task definitions write
+# both true and True).
+BOOLEANS = ('true', 'True', 'TRUE', 't', 'T', '1', 'false', 'False', 'FALSE', 'f', 'F', '0')
 # What the collection sets itself: a task naming another credential ID would log as another task's role.
 OWN = ('awslogs-credentials-endpoint', 'awslogs-stream', 'tag')
 
@@ -53,7 +56,7 @@ def check(options, field, region):
     if not opts.get('awslogs-region') and not region:
         raise SpecError('%s.awslogs-region is required (or the module\'s aws_region): the region of the log group'
                         % field)
-    if opts.get('awslogs-create-group', 'false') not in ('true', 'false'):
+    if opts.get('awslogs-create-group', 'false') not in BOOLEANS:
         raise SpecError('%s.awslogs-create-group must be true or false, got %r' % (field, opts['awslogs-create-group']))
     prefix = opts.get('awslogs-stream-prefix')
     if prefix is not None and (not prefix or ':' in prefix or '*' in prefix):

@@ -5,6 +5,10 @@ execution role's credential path)."""
 
 from __future__ import absolute_import, division, print_function
 
+import glob
+import json
+import os
+
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
@@ -12,6 +16,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as 
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 IMG = 'drover.local/busybox:1'
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), '..', 'shared',
+                      'ecs-task-definitions')
 GOOD = {'awslogs-group': '/ecs/web', 'awslogs-region': 'eu-west-1', 'awslogs-stream-prefix': 'web'}
 
 
@@ -107,3 +113,26 @@ def test_the_credential_id_is_read_back_from_the_engine_s_log_configuration():
                   {'Type': 'awslogs', 'Config': {'awslogs-credentials-endpoint': path + '/..'}},
                   {'Type': 'awslogs', 'Config': {'awslogs-credentials-endpoint': '/v2/credentials/short'}}, {}, None):
         assert awslogs.cred_id_of(other) is None, other
+
+
+def test_the_awslogs_options_of_real_task_definitions_are_taken():
+    # The corpus of real task definitions: every awslogs configuration with a group is taken as it is written
+    # (awslogs-create-group "True" included), the module's region standing in where one has none; one with no
+    # group is refused, naming it.
+    taken, refused = 0, []
+    for path in sorted(glob.glob(os.path.join(CORPUS, '*.json'))):
+        with open(path) as handle:
+            doc = json.load(handle)
+        doc = doc.get('taskDefinition', doc) if isinstance(doc, dict) else None
+        for i, cd in enumerate((doc or {}).get('containerDefinitions') or ()):
+            log = cd.get('logConfiguration') or {} if isinstance(cd, dict) else {}
+            if log.get('logDriver') != 'awslogs':
+                continue
+            options = tuple(sorted((log.get('options') or {}).items()))
+            try:
+                awslogs.check(options, 'x[%d]' % i, 'us-east-1')
+                taken += 1
+            except SpecError as exc:
+                refused.append((os.path.basename(path), str(exc)))
+    assert taken >= 89, (taken, refused)
+    assert all('awslogs-group is required' in why for dummy, why in refused), refused
