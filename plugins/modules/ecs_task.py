@@ -377,7 +377,7 @@ options:
     description:
       - The execution role. Images on an ECR registry (or the registry of O(registry_auth) with
         O(registry_auth.ecr)) are pulled with an ECR token got as this role; other pulls use O(registry_auth) or
-        the engine's own credentials.
+        the engine's own credentials. With O(aws_logs), containers that log with V(awslogs) log as this role.
     type: str
   aws_region:
     description:
