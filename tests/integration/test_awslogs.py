@@ -176,7 +176,7 @@ def test_by_default_awslogs_is_local_and_nothing_is_registered(engine, cluster, 
 
 
 def test_a_task_namespace_gets_no_execution_role(engine, cluster, converge, store_path, service, moto_aws, aws,
-                                                  fake_eni, netns_cleanup):
+                                                 fake_eni, netns_cleanup):
     # An awsvpc task around an ENI logs with awslogs too (the engine's driver runs on the host); from its own
     # namespace, over its credential link, its execution role's path is 403 (its task role's, with its token,
     # is served: the link works).
