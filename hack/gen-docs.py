@@ -75,7 +75,7 @@ def _engine(setting):
                'memory': '`Memory`',
                'memory_reservation': '`MemoryReservation`', 'max_swap': '`MemorySwap` (= memory + max_swap)',
                'name': 'the container name `<task>-<name>`', 'image': '`Image` (pulled as `pull` says)',
-               'log_configuration': '`LogConfig` (after the host\'s `log_drivers` and `log_driver_map`)',
+               'log_configuration': '`LogConfig` (after the host\'s `log_drivers`, `log_driver_map` and `aws_logs`; see "Logs")',
                'health_check': '`Healthcheck` (seconds to nanoseconds, ECS defaults)',
                'stop_timeout': '`StopTimeout`; the task\'s stop waits that long before the kill'}
     if setting.option in special:

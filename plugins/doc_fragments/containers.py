@@ -598,6 +598,8 @@ options:
         description:
         - The container's log driver and its options. The host's O(log_drivers) says which drivers are allowed; a driver
           this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), with a warning.
+          On a host with AWS access for logs (O(aws_logs)), V(awslogs) is the engine's own driver, with the execution
+          role's credentials.
         - V(awsfirelens) sends the container's logs to the task's log router (the container with O(containers[].firelens_configuration))
           through the engine's V(fluentd) driver, which the host's O(log_drivers) must allow; its options (C(Name) and
           the plugin's own) become the router's output for this container.
@@ -607,7 +609,7 @@ options:
           log_driver:
             description:
             - 'The driver: V(json-file), V(local), V(syslog), V(journald), V(gelf), V(fluentd), V(none) (or one O(log_driver_map)
-              maps).'
+              maps; V(awslogs) with O(aws_logs)).'
             - ECS C(logDriver).
             type: str
             required: true

@@ -20,6 +20,7 @@ import time
 import uuid
 
 from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
 from ansible_collections.drover.fleet.plugins.module_utils import _cgroup as cgroup_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
 from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
@@ -165,6 +166,7 @@ class Pass:
         self.aws = aws_options or {}
         self.aws_auths = {}           # (kind, execution role, registry or secret) -> pull credentials, this pass only
         self._key = None              # the host key of the credential tokens, read (or made) at first need
+        self.log_cred_ids = {}        # (cluster, task) -> the run's execution-role credential ID for awslogs
         self.cgroups = None           # the host's cgroups, at first need
         self.task_volumes = {}        # (cluster, task) -> names of the engine volumes of the task (one listing)
         self.order_wait = order_wait  # seconds the pass may still wait for its tasks' orders, all together (None: no bound)
@@ -296,6 +298,29 @@ class Pass:
                 credtoken.FULL_URI_VAR: '%s/v2/credentials/%s' % (CRED_HOST, cred_id),
                 credtoken.TOKEN_VAR: secret}
 
+    def _register_log_role(self, decl, resume):
+        """A run whose containers log with awslogs, of a task with an execution role: the engine's driver fetches
+        that role's credentials from the endpoint under a random credential ID of the run (a cut-short start's
+        is kept), registered for the host itself (no token; no container or task netns gets it). It goes with
+        the task's other registrations on every path that ends the run."""
+        if not (decl.execution_role_arn and awslogs.served(decl.containers)):
+            return
+        held = [c['cred_id'] for c in self.credentials if resume and (c['cluster'], c['task']) == (decl.cluster, decl.name)
+                and c['source_ip'] == awslogs.HOST_SOURCE and c['role_arn'] == decl.execution_role_arn]
+        cred_id = held[0] if held else uuid.uuid4().hex
+        self.store.put_credential(cred_id, decl.cluster, decl.name, decl.execution_role_arn, awslogs.HOST_SOURCE,
+                                  self.clock())
+        self.log_cred_ids[(decl.cluster, decl.name)] = cred_id
+
+    def _serve_awslogs(self, decl, spec, host):
+        """A container logging with awslogs: ECS's options made the engine's (its stream, region, endpoint, and
+        the execution role's credentials)."""
+        log = host.get('log_config')
+        if log and log['type'] == awslogs.DRIVER:
+            host['log_config'] = dict(log, config=awslogs.engine_options(
+                dict(dict(spec.log_configuration).get('options') or ()), spec.name, decl.name,
+                self.log_cred_ids.get((decl.cluster, decl.name)), self.aws.get('region'), self.aws.get('endpoint_url')))
+
     def _check_token_key(self, decl, observed):
         """A running task whose containers carry no token, or one made with another host key, cannot fetch
         its credentials: say so (it needs a new run)."""
@@ -326,6 +351,26 @@ class Pass:
                 if not self.check_mode:
                     self.store.put_credential(cred_id, decl.cluster, decl.name, role, task_ip, self.clock())
                 known.add(cred_id)
+        self._adopt_log_role(decl, observed)
+
+    def _adopt_log_role(self, decl, observed):
+        """A running task whose execution-role registration for awslogs the store lost: registered again from
+        its containers' log configuration (one inspect, only then), so the driver's next renewal is answered."""
+        if not (decl.execution_role_arn and awslogs.served(decl.containers)) or any(
+                (c['cluster'], c['task']) == (decl.cluster, decl.name) and c['source_ip'] == awslogs.HOST_SOURCE
+                for c in self.credentials):
+            return
+        for obs in observed:
+            if plan_mod.container_status(obs) == plan_mod.RUNNING:
+                cred_id = awslogs.cred_id_of(self.engine.log_config(obs['id']))
+                if cred_id:
+                    row = {'cred_id': cred_id, 'cluster': decl.cluster, 'task': decl.name,
+                           'role_arn': decl.execution_role_arn, 'source_ip': awslogs.HOST_SOURCE}
+                    if not self.check_mode:
+                        self.store.put_credential(cred_id, decl.cluster, decl.name, decl.execution_role_arn,
+                                                  awslogs.HOST_SOURCE, self.clock())
+                        self.credentials.append(row)
+                    return
 
     def adopt_gpus(self, decl, observed):
         """Re-pin what the task's running containers hold (their drover.gpus labels): no UUID twice."""
@@ -434,6 +479,7 @@ class Pass:
         if decl.task_role_arn:
             task_ip = ((netview or {}).get('credential_link') or {}).get('task_ip')
             self.store.put_credential(cred_id, decl.cluster, decl.name, decl.task_role_arn, task_ip, self.clock())
+        self._register_log_role(decl, resume)
         for name, obs in list(kept.items()):
             # The cut-short start's GPUs stay with its containers, started or only created (no UUID twice);
             # one whose GPUs are pinned elsewhere meanwhile is made again.
@@ -587,6 +633,7 @@ class Pass:
             host['binds'] = list(host.get('binds') or ()) + firelens.router_binds(self._firelens_dir(decl))
         if firelens.logs_to_router(spec):
             host['log_config'] = firelens.log_config(spec, decl.name, self._firelens_dir(decl))
+        self._serve_awslogs(decl, spec, host)
         more_labels.update(labels)                   # the collection's own labels win
         try:
             cid = self.engine.create(
@@ -851,7 +898,8 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
                 afters[key]['changed_fields'] = view['changed_fields']
         if not check_mode:
             ledger.save(store, now)
-            if any(t.state == 'running' and t.task_role_arn for t in tasks):
+            if any(t.state == 'running' and (t.task_role_arn or (t.execution_role_arn and awslogs.served(t.containers)))
+                   for t in tasks):
                 repaired, trouble = endpoint_mod.reassert(params['store_path'])
                 if repaired:
                     result['changed'] = True

@@ -142,6 +142,7 @@ def ecs_task_spec():
         allow_privileged=dict(type='bool', default=False),
         log_drivers=dict(type='list', elements='str', choices=list(LOG_DRIVERS), default=list(LOG_DRIVERS)),
         log_driver_map=dict(type='dict', default=dict(DEFAULT_LOG_DRIVER_MAP)),
+        aws_logs=dict(type='bool', default=False),
         allow_host_namespaces=dict(type='bool', default=False),
         bind_paths=dict(type='list', elements='str'),
         attributes=dict(type='dict'),

@@ -19,6 +19,7 @@ __metaclass__ = type
 import collections
 import re
 
+from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
 from ansible_collections.drover.fleet.plugins.module_utils._aws import s3_object, secret_source
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
 
@@ -490,13 +491,15 @@ SETTINGS = (
     S('log_configuration', 'logConfiguration', 'record', [
         'The container\'s log driver and its options. The host\'s O(log_drivers) says which drivers are allowed; '
         'a driver this host cannot serve is replaced as O(log_driver_map) says (V(awslogs) becomes V(local)), '
-        'with a warning.',
+        'with a warning. On a host with AWS access for logs (O(aws_logs)), V(awslogs) is the engine\'s own driver, '
+        'with the execution role\'s credentials.',
         'V(awsfirelens) sends the container\'s logs to the task\'s log router (the container with '
         'O(containers[].firelens_configuration)) through the engine\'s V(fluentd) driver, which the host\'s '
         'O(log_drivers) must allow; its options (C(Name) and the plugin\'s own) become the router\'s output '
         'for this container.'], sub=(
             U('log_driver', 'logDriver', 'str', 'The driver: V(json-file), V(local), V(syslog), V(journald), '
-              'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps).', required=True),
+              'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps; V(awslogs) with O(aws_logs)).',
+              required=True),
             U('options', 'options', 'map', 'The driver\'s options.')), to='host.log_config'),
 )
 BY_OPTION = collections.OrderedDict((s.option, s) for s in SETTINGS)
@@ -714,13 +717,18 @@ def _rules(c, at, network_mode, host):
 
 
 def _log_policy(c, at, host):
-    """The host's log policy: a mapped driver is replaced (with a warning), a driver not allowed is refused."""
+    """The host's log policy: a mapped driver is replaced (with a warning), a driver not allowed is refused;
+    awslogs is served (its options checked) where the host says it has AWS access for logs (aws_logs)."""
     config = dict(c.log_configuration)
     driver = config['log_driver']
     mapped = dict(host.get('log_driver_map') or DEFAULT_LOG_DRIVER_MAP)
+    allowed = tuple(host.get('log_drivers') or LOG_DRIVERS)
+    if host.get('aws_logs'):
+        # The host has AWS access for logs: awslogs is the engine's own driver, never mapped.
+        mapped.pop(awslogs.DRIVER, None)
+        allowed += (awslogs.DRIVER,)
     warnings = []
     if driver == FIRELENS_DRIVER:
-        allowed = host.get('log_drivers') or LOG_DRIVERS
         if 'fluentd' not in allowed:
             raise SpecError('%s %s logs through the engine\'s fluentd driver, which is not allowed on this host '
                             '(allowed: %s)' % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
@@ -730,14 +738,16 @@ def _log_policy(c, at, host):
                         % (at('log_configuration', 'log_driver'), driver, c.name, mapped[driver]))
         config = {'log_driver': mapped[driver]}     # the options were the other driver's
         driver = mapped[driver]
-    allowed = host.get('log_drivers') or LOG_DRIVERS
     if driver not in allowed:
         raise SpecError('%s %r is not allowed on this host (allowed: %s)'
                         % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+    if driver == awslogs.DRIVER:
+        awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
 
 
-# The drivers of ECS that a host of its own cannot serve, and what they become (the host's log_driver_map).
+# The drivers of ECS that a host of its own cannot serve, and what they become (the host's log_driver_map);
+# awslogs leaves the map on a host with AWS access for logs (aws_logs).
 DEFAULT_LOG_DRIVER_MAP = (('awslogs', 'local'), ('splunk', 'local'))
 
 

@@ -170,6 +170,15 @@ class Engine:
         except Exception as exc:
             raise EngineError('logs of container %s: %s' % (container_id[:12], _explain(exc)))
 
+    def log_config(self, container_id):
+        """The container's log configuration as the engine holds it ({'Type', 'Config'}); None if gone."""
+        try:
+            return self.api.inspect_container(container_id)['HostConfig'].get('LogConfig')
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect container %s: %s' % (container_id[:12], _explain(exc)))
+
     def image_present(self, ref):
         try:
             self.api.inspect_image(ref)

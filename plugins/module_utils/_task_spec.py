@@ -360,7 +360,8 @@ def host_policy(params, machine=None):
     """The host's policy for what a task may do, from the module's options, and what is known of the host
     (`machine`: its architecture, as uname names it)."""
     return {'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
-            'log_driver_map': params.get('log_driver_map'), 'bind_paths': params.get('bind_paths'),
+            'log_driver_map': params.get('log_driver_map'), 'aws_logs': bool(params.get('aws_logs')),
+            'bind_paths': params.get('bind_paths'),
             'allow_host_namespaces': bool(params.get('allow_host_namespaces')),
             'attributes': params.get('attributes') or {}, 'machine': machine, 'region': params.get('aws_region')}
 

@@ -377,7 +377,7 @@ options:
     description:
       - The execution role. Images on an ECR registry (or the registry of O(registry_auth) with
         O(registry_auth.ecr)) are pulled with an ECR token got as this role; other pulls use O(registry_auth) or
-        the engine's own credentials.
+        the engine's own credentials. With O(aws_logs), containers that log with V(awslogs) log as this role.
     type: str
   aws_region:
     description:
@@ -440,6 +440,20 @@ options:
         the task's containers are made. By default V(awslogs) and V(splunk) become V(local).
     type: dict
     default: {awslogs: local, splunk: local}
+  aws_logs:
+    description:
+      - This host has AWS access for logs. True, V(awslogs) is served with the engine's own C(awslogs) driver,
+        whatever O(log_driver_map) and O(log_drivers) say; false, it is mapped as O(log_driver_map) says.
+      - The container's options are ECS's (C(awslogs-group), C(awslogs-region), C(awslogs-stream-prefix),
+        C(awslogs-create-group), C(awslogs-endpoint), C(awslogs-datetime-format), C(awslogs-multiline-pattern),
+        C(mode), C(max-buffer-size)); the stream is C(<prefix>/<container>/<task name>), the region and endpoint
+        default to O(aws_region) and O(aws_endpoint_url).
+      - A task with an execution role logs with that role's credentials, which the engine fetches from the host's
+        credentials endpoint (the C(drover-credentials) service of the host role, which must run) under a random
+        credential ID served to the host alone; a task without one logs with the engine's own AWS credentials.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: bool
+    default: false
   allow_host_namespaces:
     description:
       - The host's policy for O(ipc_mode=host) and O(pid_mode=host) (ECS C(ipcMode), C(pidMode)). Unset, a task

@@ -107,8 +107,8 @@ def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converg
 
 
 def test_the_host_policy_reaches_the_module(engine, cluster, tmp_path, converge_vars):
-    """drover_allow_host_namespaces, drover_bind_paths, drover_attributes, drover_allow_privileged and the log
-    drivers are the module's host options: a task they refuse fails the play and changes nothing."""
+    """drover_allow_host_namespaces, drover_bind_paths, drover_attributes, drover_allow_privileged, the log
+    drivers and drover_aws_logs are the module's host options: a task they refuse fails the play and changes nothing."""
     src = tmp_path / 'bound'
     src.mkdir()
     task = {'name': 'sleeper', 'ipc_mode': 'host',
@@ -124,7 +124,9 @@ def test_the_host_policy_reaches_the_module(engine, cluster, tmp_path, converge_
                              ('drover_bind_paths', ['/srv/elsewhere'], 'bind_paths'),
                              ('drover_attributes', {'rack': 'r1'}, 'attribute:rack == r7'),
                              ('drover_allow_privileged', False, 'allow_privileged'),
-                             ('drover_log_drivers', ['json-file'], 'not allowed on this host')):
+                             ('drover_log_drivers', ['json-file'], 'not allowed on this host'),
+                             # served for real, awslogs needs its options (the task declares none)
+                             ('drover_aws_logs', True, 'log_configuration.options.awslogs-group is required')):
         rc, out = playbook('drover.fleet.converge', tmp_path, dict(allowed, **{key: value}))
         assert rc != 0 and word in out, (key, out[-4000:])
         assert task_containers(engine, cluster) == []

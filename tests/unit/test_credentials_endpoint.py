@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
                                 'roles', 'host', 'files'))
 import drover_credentials as dc  # noqa: E402  pylint: disable=wrong-import-position
 
+from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs  # noqa: E402
 from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken  # noqa: E402
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store  # noqa: E402
 from sweep import register  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
@@ -136,6 +137,28 @@ def test_an_unknown_id_and_another_owner_s_look_the_same(store, clock):
     other = get(ep, 'vpc-task', '169.254.5.2', token='')
     unknown = get(ep, 'nobody-knows', '169.254.5.2', token='')
     assert other == unknown and other[0] == 403
+
+
+def test_an_execution_role_for_the_engine_is_the_host_s_alone(store, clock):
+    # The engine's awslogs driver sends no token: a registration for the host (source 'host', as ecs_task makes
+    # it) is answered to the host itself (169.254.170.2, loopback), without a token, and to nobody else: not a
+    # bridge container, not a task's link address, not with a task's token, not another registration's owner.
+    db = Store(store)
+    db.put_credential('exec-web', 'prod', 'web', ROLE, awslogs.HOST_SOURCE, T0)
+    db.close()
+    assert dc.HOST_SOURCE == awslogs.HOST_SOURCE
+    ep, sts = endpoint(store, clock, owners=FakeOwners({'bridge-task': ['198.18.0.7'], 'exec-web': ['198.18.0.7']}))
+    for source in ('198.18.0.7', '169.254.1.2', '172.17.0.2', '10.0.0.1', '169.254.170.3', '0.0.0.0'):
+        for given in ('', tok('exec-web', 'web'), tok('bridge-task', 'web')):
+            assert get(ep, 'exec-web', source, token=given) == get(ep, 'nobody', source, token=given), (source, given)
+            assert get(ep, 'exec-web', source, token=given)[0] == 403
+    assert sts.calls == []
+    for source in ('169.254.170.2', '127.0.0.1'):
+        status, body = get(ep, 'exec-web', source, token='')
+        assert status == 200 and body['RoleArn'] == ROLE, body
+    # The host is no task: it gets no task role without the task's token.
+    assert get(ep, 'vpc-task', '169.254.170.2', token='')[0] == 403
+    assert get(ep, 'bridge-task', '169.254.170.2', token='')[0] == 403
 
 
 def test_the_token_formula_is_the_same_on_both_sides():

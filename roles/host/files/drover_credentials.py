@@ -17,6 +17,9 @@ drover.fleet.ecs_task, which registers the credential ID in the host store) and 
   containers on a Docker network (bridge tasks; one engine listing a second), and carry the task's token
   (HMAC-SHA256 of the registration under the host key, KEY_FILE next to the store). Anyone else gets 403,
   the same 403 as for an ID the store does not hold (a stopped task's ID is gone at once).
+- A task's execution role registered for the engine's `awslogs` driver (source HOST_SOURCE in the store) is
+  fetched by the engine itself, which sends no token: it is answered to the host alone (a request from
+  169.254.170.2 or loopback, host_caller), and 403 to every container and task namespace.
 - One thread reads every connection's request head without blocking (HEAD_TIMEOUT, HEAD_MAX); a fixed pool
   of WORKERS threads answers complete heads; at most MAX_CONNECTIONS are open at once.
 
@@ -82,6 +85,7 @@ FILES_SPARE = 64              # descriptors kept for the store, the engine, STS,
 OWNER_TTL = 1.0               # seconds one engine listing of the bridge tasks' addresses answers for
 OWNER_MISS_TTL = 0.25         # ... for a caller the listing does not show (a container that just started)
 REASSERT_EVERY = 10.0         # seconds between checks of the address and the DNAT rules
+HOST_SOURCE = 'host'          # the source of a registration served to the host itself, without a token (awslogs)
 PATH_RE = re.compile(r'^/v2/credentials/([A-Za-z0-9._:-]{1,128})$')
 
 log = logging.getLogger('drover-credentials')
@@ -309,6 +313,14 @@ class Cache:
             return held[1]
 
 
+def host_caller(source):
+    """Whether a request comes from the host itself: a connection the host makes to 169.254.170.2 leaves from
+    that address (it is local), or from loopback when the service listens there. The kernel drops a packet
+    that arrives from a container or a task's netns with a source address of the host's own (a martian), so
+    neither can pass for the host."""
+    return source == ENDPOINT_IP or source.startswith('127.')
+
+
 DENIED = {'code': 'AccessDenied', 'message': 'no credentials for this caller under this ID'}
 
 
@@ -344,9 +356,15 @@ class Endpoint:
         if found is None:
             return 403, DENIED
         role_arn, source_ip, cluster, task = found
-        owner = source == source_ip if source_ip else self.owners.owns(cred_id, source)
-        if not owner or not self._token_matches(authorization, cred_id, cluster, task, role_arn):
-            return 403, DENIED
+        if source_ip == HOST_SOURCE:
+            # The engine's own fetch (a task's execution role for its awslogs driver): it sends no token, so
+            # the registration is served to the host itself alone, never to a container or a task's netns.
+            if not host_caller(source):
+                return 403, DENIED
+        else:
+            owner = source == source_ip if source_ip else self.owners.owns(cred_id, source)
+            if not owner or not self._token_matches(authorization, cred_id, cluster, task, role_arn):
+                return 403, DENIED
         try:
             creds = self.cache.get(cred_id, role_arn)
         except AssumeError as exc:
