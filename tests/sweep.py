@@ -8,7 +8,8 @@ runner secrets in them, installation tokens) is registered here, and looked for:
 - in `docker inspect` of every container the engine creates, read when the engine reports the creation;
 - an ECS secret (a value of a container's `secrets` or environment files, read from AWS when its task starts) is
   registered with its home, the one container whose environment it belongs in (`register(value, home=name)`):
-  there - in that container's Config.Env and in the environ of its processes (found by their cgroup) - it is
+  there - in that container's Config.Env, its log driver's options (a log secret option) and in the environ of
+  its processes (found by their cgroup) - it is
   where it belongs, and it is looked for everywhere else, that container's labels and command lines included;
 - in every module result and playbook output the tests read, and every webhook body the tests receive;
 - in every file under the session's temporary directory when the session ends (stores, callback event logs,
@@ -531,6 +532,11 @@ class Sweep:
             # Its own secrets belong in its environment as NAME=value: there only.
             attrs = dict(attrs, Config=dict(config, Env=[e for e in config['Env']
                                                          if e.partition('=')[2] not in homed]))
+        log = (attrs.get('HostConfig') or {}).get('LogConfig') or {}
+        if homed and log.get('Config'):
+            # ... and in its log driver's options (ECS's secretOptions), as option: value.
+            attrs = dict(attrs, HostConfig=dict(attrs['HostConfig'], LogConfig=dict(log, Config=dict(
+                (k, v) for k, v in log['Config'].items() if v not in homed))))
         self.look(json.dumps(attrs), 'docker inspect %s' % attrs.get('Name'), count='container inspections')
 
     # --- at the end ---------------------------------------------------------------------------------------

@@ -618,4 +618,12 @@ options:
             - The driver's options.
             - ECS C(options).
             type: dict
+          secret_options:
+            description:
+            - 'Driver options whose values are read from AWS when the task starts (ECS''s C(secretOptions)): the option''s
+              name -> an SSM parameter or a Secrets Manager secret, as O(containers[].secrets[].value_from) is; the value
+              goes only into this container''s log configuration. Not with V(awsfirelens), whose options are written into
+              the router''s configuration file.'
+            - ECS C(secretOptions).
+            type: dict
 '''

@@ -576,16 +576,19 @@ class Pass:
             self._put(dict(record, containers=views), self.clock())
 
     def _read_from_aws(self, decl, skip=()):
-        """The environment of each container of the run that reads variables from AWS (its environment files,
-        then its declared environment, then its secrets: each wins over the one before), read once for the run,
-        as the task's execution role: {container: {name: value}}. `skip`: containers made already. Raises
-        aws.AwsError (naming what could not be read, never a value)."""
-        wanted = [c for c in decl.containers if c.name not in skip and (c.secrets or c.environment_files)]
+        """What each container of the run reads from AWS, read once for the run as the task's execution role:
+        {container: {'env': its environment (its environment files, then its declared environment, then its
+        secrets: each wins over the one before), 'log': its log driver's secret options}}. `skip`: containers
+        made already. Raises aws.AwsError (naming what could not be read, never a value)."""
+        wanted = [c for c in decl.containers if c.name not in skip and (c.secrets or c.environment_files or
+                                                                       self._log_secrets(c))]
         if not wanted:
             return {}
         reader = aws.Reader(decl.execution_role_arn, self.aws.get('region'), self.aws.get('endpoint_url'),
                             'drover-start-%s' % decl.name)
-        values = reader.secrets(sorted(set(dict(item)['value_from'] for c in wanted for item in c.secrets or ())))
+        sources = set(dict(item)['value_from'] for c in wanted for item in c.secrets or ())
+        sources.update(v for c in wanted for _n, v in self._log_secrets(c))
+        values = reader.secrets(sorted(sources))
         files, out = {}, {}
         for c in wanted:
             env = {}
@@ -597,12 +600,17 @@ class Pass:
                     env.setdefault(name, value)          # the first file that has a variable gives it
             env.update(c.environment)
             env.update((dict(item)['name'], values[dict(item)['value_from']]) for item in c.secrets or ())
-            out[c.name] = env
+            out[c.name] = {'env': env, 'log': dict((name, values[v]) for name, v in self._log_secrets(c))}
         return out
 
-    def _start_one(self, decl, spec, obs, cred_id, network_mode, made, environment=None):
+    @staticmethod
+    def _log_secrets(c):
+        """(option, value_from) of a container's log secret options (none when its driver was mapped away)."""
+        return dict(c.log_configuration or ()).get('secret_options') or ()
+
+    def _start_one(self, decl, spec, obs, cred_id, network_mode, made, fetched=None):
         """Start one container of the run: one a cut-short start made (created, not started), or a new one.
-        `environment`: what it reads from AWS merged with its declared environment (None: the declared one).
+        `fetched`: what it read from AWS (_read_from_aws; None: nothing).
         Returns (container id, its GPUs, failure reason or None)."""
         if obs is not None:
             made.append(obs['id'])
@@ -619,7 +627,7 @@ class Pass:
         if error:
             return None, (), plan_mod.reason_start(error)
         labels = labels_for(decl, spec)
-        environment = dict(spec.environment if environment is None else environment)   # a copy, never the declaration
+        environment = dict(fetched['env'] if fetched else spec.environment)   # a copy, never the declaration
         if cred_id:
             labels['drover.cred-id'] = cred_id
             labels[credtoken.KEY_LABEL] = credtoken.fingerprint(self.host_key(create=True))
@@ -634,6 +642,8 @@ class Pass:
         if firelens.logs_to_router(spec):
             host['log_config'] = firelens.log_config(spec, decl.name, self._firelens_dir(decl))
         self._serve_awslogs(decl, spec, host)
+        if fetched and fetched['log']:
+            host['log_config'] = dict(host['log_config'], config=dict(host['log_config']['config'], **fetched['log']))
         more_labels.update(labels)                   # the collection's own labels win
         try:
             cid = self.engine.create(

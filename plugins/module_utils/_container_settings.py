@@ -500,7 +500,12 @@ SETTINGS = (
             U('log_driver', 'logDriver', 'str', 'The driver: V(json-file), V(local), V(syslog), V(journald), '
               'V(gelf), V(fluentd), V(none) (or one O(log_driver_map) maps; V(awslogs) with O(aws_logs)).',
               required=True),
-            U('options', 'options', 'map', 'The driver\'s options.')), to='host.log_config'),
+            U('options', 'options', 'map', 'The driver\'s options.'),
+            U('secret_options', 'secretOptions', 'map', 'Driver options whose values are read from AWS when the task '
+              'starts (ECS\'s C(secretOptions)): the option\'s name -> an SSM parameter or a Secrets Manager '
+              'secret, as O(containers[].secrets[].value_from) is; the value goes only into this container\'s log '
+              'configuration. Not with V(awsfirelens), whose options are written into the router\'s '
+              'configuration file.')), to='host.log_config'),
 )
 BY_OPTION = collections.OrderedDict((s.option, s) for s in SETTINGS)
 OPTIONS = tuple(BY_OPTION)
@@ -692,6 +697,18 @@ def _rules(c, at, network_mode, host):
             secret_source(item['value_from'])
         except ValueError as exc:
             raise SpecError('%s %r %s' % (_member(at, 'secrets', i, 'value_from'), item['value_from'], exc))
+    log = dict(c.log_configuration or ())
+    for name, value_from in log.get('secret_options') or ():
+        where = at('log_configuration', 'secret_options') + '.' + name
+        if log['log_driver'] == FIRELENS_DRIVER:
+            raise SpecError('%s: the options of %s are written into the log router\'s configuration file, which is '
+                            'no place for a secret' % (where, FIRELENS_DRIVER))
+        if name in dict(log.get('options') or ()):
+            raise SpecError('%s: %s is also in %s' % (where, name, at('log_configuration', 'options')))
+        try:
+            secret_source(value_from)
+        except ValueError as exc:
+            raise SpecError('%s %r %s' % (where, value_from, exc))
     if len(c.environment_files or ()) > MAX_ENVIRONMENT_FILES:
         raise SpecError('%s has %d files: at most %d' % (at('environment_files'), len(c.environment_files),
                                                           MAX_ENVIRONMENT_FILES))
@@ -791,10 +808,6 @@ def from_ecs(cd, where):
     for key in sorted(cd):
         if key in ECS_REFUSED and cd[key] not in (None, [], {}):
             raise SpecError('%s.%s %s' % (where, key, ECS_REFUSED[key]))
-    log = cd.get('logConfiguration') or {}
-    if log.get('secretOptions'):
-        raise SpecError('%s.logConfiguration.secretOptions is not supported yet (log driver secrets come in a later '
-                        'release)' % where)
     known = set(s.ecs.split('.')[0] for s in SETTINGS if s.ecs) | set(ECS_ACCEPTED) | {'resourceRequirements'}
     unknown = sorted(k for k, v in cd.items() if k not in known and k not in ECS_REFUSED and v not in (None, [], {}))
     if unknown:
@@ -817,7 +830,9 @@ def from_ecs(cd, where):
         if setting.option == 'environment':
             value = _env_from_ecs(value, at)
         elif setting.option == 'log_configuration':
-            value = {'logDriver': value.get('logDriver'), 'options': value.get('options')}
+            value = {'logDriver': value.get('logDriver'), 'options': value.get('options'),
+                     'secretOptions': _env_from_ecs(value['secretOptions'], at + '.secretOptions', 'valueFrom')
+                     if value.get('secretOptions') else None}
         raw[setting.option] = _native(setting, value, at)
     for j, req in enumerate(cd.get('resourceRequirements') or []):
         if not isinstance(req, dict) or req.get('type') != 'GPU':
@@ -827,14 +842,14 @@ def from_ecs(cd, where):
     return raw
 
 
-def _env_from_ecs(value, where):
+def _env_from_ecs(value, where, member='value'):
     if not isinstance(value, list):
-        raise SpecError('%s must be a list of {name, value}' % where)
+        raise SpecError('%s must be a list of {name, %s}' % (where, member))
     out = {}
     for j, pair in enumerate(value):
-        if not isinstance(pair, dict) or 'name' not in pair or set(pair) - {'name', 'value'}:
-            raise SpecError('%s[%d] must be {name, value}' % (where, j))
-        out[pair['name']] = pair.get('value')
+        if not isinstance(pair, dict) or 'name' not in pair or set(pair) - {'name', member}:
+            raise SpecError('%s[%d] must be {name, %s}' % (where, j, member))
+        out[pair['name']] = pair.get(member)
     return out
 
 
@@ -917,6 +932,7 @@ def _engine_value(option, value, c, names):
                 'retries': hc['retries'], 'start_period': hc['start_period'] * NANO}
     if option == 'log_configuration':
         log = dict(value)
+        # secret_options join the config when the run reads them (the apply layer): never their source here.
         return {'type': log['log_driver'], 'config': dict(log.get('options') or ())}
     if isinstance(value, tuple):
         return list(value)

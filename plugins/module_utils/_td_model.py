@@ -74,7 +74,7 @@ OUTPUT_ONLY = ('taskDefinitionArn', 'revision', 'status', 'requiresAttributes', 
                'registeredAt', 'registeredBy', 'deregisteredAt')
 # Container-level fields a later release handles; normalize accepts them, the caller refuses them.
 FIELDS_NEXT = ('restartPolicy',)
-LOG_FIELDS_NEXT = ('secretOptions',)
+LOG_FIELDS_NEXT = ()
 LOG_DRIVERS_NEXT = ()
 # The most errors one message lists, and the most characters of one error or of a quoted value.
 MAX_ERRORS = 10

@@ -128,6 +128,9 @@ def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge,
      'containers[0].log_configuration.options needs Name'),
     ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es', 'Host': 'h\n[INPUT]\n    Name tail'}}),
       router()], {}, 'containers[0].log_configuration.options.Host: a Fluent Bit output option is a name'),
+    ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es'}, 'secret_options': {'Password': '/p'}}),
+      router()], {}, 'containers[0].log_configuration.secret_options.Password: the options of awsfirelens are written '
+                     'into the log router\'s configuration file, which is no place for a secret'),
     ([app(), router()], {'log_drivers': ['json-file']},
      'containers[0].log_configuration.log_driver awsfirelens logs through the engine\'s fluentd driver, which is '
      'not allowed on this host (allowed: json-file)'),

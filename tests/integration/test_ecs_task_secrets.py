@@ -151,6 +151,28 @@ def test_the_task_definition_form_reads_them_too(engine, cluster, converge, seed
     assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
 
 
+def test_a_log_secret_option_goes_into_the_container_s_log_configuration_only(engine, cluster, converge, seeded,
+                                                                               moto_aws):
+    td = {'family': 'app', 'executionRoleArn': ROLE, 'containerDefinitions': [{
+        'name': 'web', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
+        'logConfiguration': {'logDriver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
+                             'secretOptions': [{'name': 'tag', 'valueFrom': seeded['prefix'] + '/plain'}]}}]}
+    r = converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    log = engine.api.inspect_container('app-web')['HostConfig']['LogConfig']
+    assert log == {'Type': 'gelf', 'Config': {'gelf-address': 'udp://127.0.0.1:9', 'tag': seeded['values']['plain']}}
+    assert seeded['values']['plain'] not in json.dumps(env_of(engine, 'app-web'))
+    no_value_in(json.dumps(r), seeded)
+    assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
+    # Refused, naming the field: a secret option that is also an option, and one for the FireLens router's file.
+    twice = dict(td['containerDefinitions'][0], logConfiguration=dict(td['containerDefinitions'][0]['logConfiguration'],
+                                                                      options={'tag': 'x'}))
+    bad = converge(task_definition=dict(td, containerDefinitions=[twice]), aws_endpoint_url=moto_aws)
+    assert bad.failed and bad['msg'] == ('task_definition.containerDefinitions[0].logConfiguration.secretOptions.tag: '
+                                         'tag is also in task_definition.containerDefinitions[0].logConfiguration'
+                                         '.options'), bad['msg']
+
+
 @pytest.mark.parametrize('what,reason', [
     ('ssm', 'SSM: the parameters {prefix}/missing were not found (as {role}): InvalidParameters'),
     ('asm', 'Secrets Manager: cannot read the secret {missing_secret} as {role}: ResourceNotFoundException'),

@@ -147,7 +147,6 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
 
 @pytest.mark.parametrize('container', [
     {'restartPolicy': {'enabled': True}},
-    {'logConfiguration': {'logDriver': 'json-file', 'secretOptions': [{'name': 'k', 'valueFrom': 'arn:aws:ssm:eu-west-1:1:parameter/k'}]}},
 ])
 def test_a_field_of_a_later_release_is_named_before_what_the_task_level_asks(container):
     td = dict(TD, proxyConfiguration={'containerName': 'envoy'},

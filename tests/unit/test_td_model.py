@@ -292,7 +292,6 @@ def test_next_release_fields_are_found_but_not_refused():
     where = 'task_definition.containerDefinitions[1]'
     assert model.next_release_fields(out) == [
         (where + '.restartPolicy', 'restartPolicy'),
-        (where + '.logConfiguration.secretOptions', 'secretOptions'),
     ]
     assert model.next_release_fields(model.normalize(td(restartPolicy={}))) == []
     assert model.next_release_fields(out, field='x')[0] == ('x.containerDefinitions[1].restartPolicy', 'restartPolicy')
