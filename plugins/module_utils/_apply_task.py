@@ -580,8 +580,8 @@ class Pass:
         {container: {'env': its environment (its environment files, then its declared environment, then its
         secrets: each wins over the one before), 'log': its log driver's secret options}}. `skip`: containers
         made already. Raises aws.AwsError (naming what could not be read, never a value)."""
-        wanted = [c for c in decl.containers if c.name not in skip and (c.secrets or c.environment_files or
-                                                                       self._log_secrets(c))]
+        wanted = [c for c in decl.containers
+                  if c.name not in skip and (c.secrets or c.environment_files or self._log_secrets(c))]
         if not wanted:
             return {}
         reader = aws.Reader(decl.execution_role_arn, self.aws.get('region'), self.aws.get('endpoint_url'),

@@ -710,8 +710,8 @@ def _rules(c, at, network_mode, host):
         except ValueError as exc:
             raise SpecError('%s %r %s' % (where, value_from, exc))
     if len(c.environment_files or ()) > MAX_ENVIRONMENT_FILES:
-        raise SpecError('%s has %d files: at most %d' % (at('environment_files'), len(c.environment_files),
-                                                          MAX_ENVIRONMENT_FILES))
+        raise SpecError('%s has %d files: at most %d'
+                        % (at('environment_files'), len(c.environment_files), MAX_ENVIRONMENT_FILES))
     for i, item in enumerate(c.environment_files or ()):
         try:
             s3_object(dict(item)['value'])
@@ -1085,9 +1085,18 @@ def _spec_of(kind, required=False, default=None, choices=None, sub=()):
     return out
 
 
+# Options whose names sound like secrets but hold where a secret is read from (names, ARNs), never a value.
+NOT_SECRETS = ('secrets', 'secret_options')
+
+
 def argument_spec():
     """The sub-options of the module's `containers`."""
-    return dict((s.option, _spec_of(s.kind, s.required, s.default, s.choices, s.sub)) for s in SETTINGS)
+    out = dict((s.option, _spec_of(s.kind, s.required, s.default, s.choices, s.sub)) for s in SETTINGS)
+    for spec in [out] + [v.get('options') or {} for v in out.values()]:
+        for name in NOT_SECRETS:
+            if name in spec:
+                spec[name]['no_log'] = False
+    return out
 
 
 def documentation():

@@ -62,8 +62,8 @@ def check(containers, field, names):
         i = routers[0]
         c = containers[i]
         if i in users:
-            raise SpecError('%s %s: the log router cannot log to itself' % (names(i, 'log_configuration', 'log_driver'),
-                                                                           DRIVER))
+            raise SpecError('%s %s: the log router cannot log to itself'
+                            % (names(i, 'log_configuration', 'log_driver'), DRIVER))
         config = dict(c.firelens_configuration)
         if config['type'] not in TYPES:
             raise SpecError('%s %s is not supported (supported: %s): the collection writes a Fluent Bit '

@@ -95,13 +95,12 @@ def test_containers_log_to_the_task_s_router_through_the_engine(engine, cluster,
 def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge, store_path, receiver):
     td = {'family': 'logs', 'containerDefinitions': [
         {'name': 'log_router', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
-         'firelensConfiguration': {'type': 'fluentbit', 'options': {'enable-ecs-log-metadata': 'false',
-                                                                   'config-file-type': 'file',
-                                                                   'config-file-value': '/extra.conf'}}},
+         'firelensConfiguration': {'type': 'fluentbit', 'options': {
+             'enable-ecs-log-metadata': 'false', 'config-file-type': 'file', 'config-file-value': '/extra.conf'}}},
         {'name': 'app', 'image': container('x')['image'], 'essential': True,
          'command': ['sh', '-c', 'echo from-a-task-definition; exec sleep 3600'],
-         'logConfiguration': {'logDriver': 'awsfirelens', 'options': {'Name': 'es', 'Host': 'search.example',
-                                                                       'Port': '443'}}}]}
+         'logConfiguration': {'logDriver': 'awsfirelens', 'options': {
+             'Name': 'es', 'Host': 'search.example', 'Port': '443'}}}]}
     r = converge(task_definition=td)
     assert r['task']['last_status'] == 'RUNNING', r['task']
     wait_for(lambda: receiver.lines('app-firelens-logs') == ['from-a-task-definition'], timeout=15)
@@ -121,8 +120,8 @@ def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge,
      'containers[1].firelens_configuration.type fluentd is not supported (supported: fluentbit)'),
     ([app(), router(log_configuration=APP_LOG)], {},
      'containers[1].log_configuration.log_driver awsfirelens: the log router cannot log to itself'),
-    ([app(), router(firelens_configuration={'type': 'fluentbit', 'options': {'config-file-type': 's3',
-                                                                           'config-file-value': 'arn:aws:s3:::b/k'}})],
+    ([app(), router(firelens_configuration={'type': 'fluentbit', 'options': {
+        'config-file-type': 's3', 'config-file-value': 'arn:aws:s3:::b/k'}})],
      {}, 'containers[1].firelens_configuration.options.config-file-type s3 is not supported yet'),
     ([app(log={'log_driver': 'awsfirelens', 'options': {'region': 'x'}}), router()], {},
      'containers[0].log_configuration.options needs Name'),

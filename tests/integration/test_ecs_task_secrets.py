@@ -90,8 +90,8 @@ def no_value_in(text, seeded):
     assert not found, 'secret values %s found' % found
 
 
-def test_secrets_and_environment_files_reach_the_container_environment_only(engine, cluster, converge, seeded,
-                                                                              moto_aws, store_path, aws):
+def test_secrets_and_environment_files_reach_the_container_environment_only(
+        engine, cluster, converge, seeded, moto_aws, store_path, aws):
     args = native(cluster, moto_aws, [web(seeded), container('side')])
     check = converge(check=True, **args)
     assert check['changed'] and statuses(engine, cluster) == {}
@@ -151,8 +151,8 @@ def test_the_task_definition_form_reads_them_too(engine, cluster, converge, seed
     assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
 
 
-def test_a_log_secret_option_goes_into_the_container_s_log_configuration_only(engine, cluster, converge, seeded,
-                                                                               moto_aws):
+def test_a_log_secret_option_goes_into_the_container_s_log_configuration_only(
+        engine, cluster, converge, seeded, moto_aws):
     td = {'family': 'app', 'executionRoleArn': ROLE, 'containerDefinitions': [{
         'name': 'web', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
         'logConfiguration': {'logDriver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
@@ -213,8 +213,8 @@ def test_what_cannot_be_read_stops_the_task_naming_it_and_nothing_is_started(eng
     ({'environment_files': [{'value': 'arn:aws:s3:::b/%d' % i} for i in range(11)]},
      'containers[0].environment_files has 11 files: at most 10'),
 ])
-def test_a_bad_declaration_is_refused_naming_the_field_and_nothing_changes(engine, cluster, converge, store_path,
-                                                                          change, words):
+def test_a_bad_declaration_is_refused_naming_the_field_and_nothing_changes(
+        engine, cluster, converge, store_path, change, words):
     before = host_snapshot(engine, store_path, cluster)
     r = converge(name='app', containers=[container('web', **change)])
     assert r.failed and words in r['msg'], r.get('msg')

@@ -66,7 +66,7 @@ def test_a_line_that_is_no_variable_is_refused_naming_the_line_never_quoting_it(
 
 
 def test_parameters_asked_by_name_or_arn_are_the_same_key():
-    keys = set(aws._ssm_key(n) for n in ('/app/db', 'app/db', 'arn:aws:ssm:eu-west-1:123456789012:parameter/app/db',
-                                          '/app/db:3'))
+    names = ('/app/db', 'app/db', 'arn:aws:ssm:eu-west-1:123456789012:parameter/app/db', '/app/db:3')
+    keys = set(aws._ssm_key(n) for n in names)
     assert keys == {'/app/db'}
     assert aws._ssm_key('db') == aws._ssm_key('arn:aws:ssm:eu-west-1:123456789012:parameter/db') == '/db'
