@@ -4,8 +4,8 @@
 """The task decider: what one pass must do to one task.
 
 Owns: stop-first ordering, detection of exited essential containers and vanished containers,
-replacement of a changed task, the restart policies, the restart streak and its backoff hold, and the
-reason strings. Input: the declaration, what the engine shows for the task's labels, the stored record,
+replacement of a changed task, the restart policies, the restart streak and its backoff hold, the health of
+containers and tasks (and the stop of a task whose essential container turned unhealthy), and the reason strings. Input: the declaration, what the engine shows for the task's labels, the stored record,
 and the clock (an argument). Output: a Plan.
 Must not: do any I/O or read the clock.
 """
@@ -29,6 +29,13 @@ PENDING, RUNNING, STOPPED = 'PENDING', 'RUNNING', 'STOPPED'
 # Reason strings, word for word (behaviour.md).
 TASK_STOPPED = 'Task stopped'
 EXITED_UNSEEN = 'Container exited while no converge was running'
+HEALTH_FAILED = 'Task failed container health checks'
+
+# Health, as ECS reports it for a container and for a task.
+HEALTHY, UNHEALTHY, UNKNOWN = 'HEALTHY', 'UNHEALTHY', 'UNKNOWN'
+# The label of a container declared with a health check: only such a check counts (not the image's HEALTHCHECK).
+HEALTH_LABEL = 'drover.health-check'
+ENGINE_HEALTH = {'healthy': HEALTHY, 'unhealthy': UNHEALTHY}
 
 
 def reason_exited(name, code):
@@ -84,6 +91,47 @@ def container_status(obs):
     return STOPPED
 
 
+def container_health(obs):
+    """A container's health_status: what the engine last saw of its declared health check (HEALTHY, UNHEALTHY), else
+    UNKNOWN (starting, not running, or no declared check: an image's own HEALTHCHECK does not count)."""
+    if obs['labels'].get(HEALTH_LABEL) != 'true' or container_status(obs) != RUNNING:
+        return UNKNOWN
+    return ENGINE_HEALTH.get(obs.get('health'), UNKNOWN)
+
+
+def checked(decl):
+    """The names of the task's essential containers declared with a health check: those its health is made of."""
+    return set(c.name for c in decl.containers if c.essential and c.health_check is not None)
+
+
+def checked_by_labels(observed):
+    """As checked(), from the labels of the task's containers (when no declaration is at hand)."""
+    return set(o['labels'].get('drover.container') for o in observed
+               if o['labels'].get(HEALTH_LABEL) == 'true' and o['labels'].get('drover.essential') != 'false')
+
+
+def task_health(views, names):
+    """A task's health_status from its container views: UNHEALTHY when one of `names` (its essential containers
+    with a health check) is unhealthy, HEALTHY when every one is healthy, else UNKNOWN (none, or not yet known)."""
+    health = dict((v.get('name'), v.get('health_status') or UNKNOWN) for v in views or ())
+    got = [health.get(n, UNKNOWN) for n in sorted(names)]
+    if UNHEALTHY in got:
+        return UNHEALTHY
+    if got and all(h == HEALTHY for h in got):
+        return HEALTHY
+    return UNKNOWN
+
+
+def health_events(key, before, after, now, views=()):
+    """task.healthy / task.unhealthy when the task's health turned to that (`before`: the stored run's)."""
+    if after == before or after == UNKNOWN:
+        return []
+    data = {}
+    if after == UNHEALTHY:
+        data['containers'] = sorted(v['name'] for v in views if v.get('health_status') == UNHEALTHY)
+    return [event('task.%s' % after.lower(), key, now, **data)]
+
+
 def container_view(obs, declared_image=None):
     status = container_status(obs)
     return {
@@ -93,13 +141,14 @@ def container_view(obs, declared_image=None):
         'last_status': status,
         'exit_code': obs.get('exit_code') if status == STOPPED else None,
         'gpu_ids': gpu_ids(obs['labels']),
+        'health_status': container_health(obs),
     }
 
 
 def declared_view(spec, status, gpu_ids_=()):
     """A declared container that has no container on the engine (not started yet, or gone)."""
     return {'name': spec.name, 'image': spec.image, 'runtime_id': None, 'last_status': status,
-            'exit_code': None, 'gpu_ids': list(gpu_ids_)}
+            'exit_code': None, 'gpu_ids': list(gpu_ids_), 'health_status': UNKNOWN}
 
 
 def gpu_ids(labels):
@@ -198,7 +247,7 @@ def _finish(plan, stored):
 
 def plan_task(decl, observed, stored, now):
     """Plan one declared task. `observed`: the engine's containers labelled with this task (each a dict
-    with id, labels, state, image, created, and exit_code for those not running). `stored`: the record,
+    with id, labels, state, image, created, health, and exit_code for those not running). `stored`: the record,
     or None."""
     key = (decl.cluster, decl.name)
     plan = Plan(key)
@@ -284,8 +333,14 @@ def plan_task(decl, observed, stored, now):
             if container_status(obs) == STOPPED:
                 reason = reason_exited(spec.name, obs.get('exit_code'))
                 break
+        health_names = checked(decl)
+        if reason is None and any(container_health(by_name[n]) == UNHEALTHY for n in health_names):
+            # An essential container turned unhealthy: the task stops, and its restart policy decides what follows.
+            reason = HEALTH_FAILED
         views = [container_view(by_name[c.name], c.image) if c.name in by_name else declared_view(c, STOPPED)
                  for c in decl.containers]
+        before = task_health((stored or {}).get('containers'), health_names)
+        plan.events.extend(health_events(key, before, task_health(views, health_names), now, views))
         if record is None or record.get('desired_status') != RUNNING or record.get('last_status') != RUNNING:
             # Adopt from labels alone: the run is what the engine shows.
             created = [o.get('created') for o in observed if o.get('created')]
