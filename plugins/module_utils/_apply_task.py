@@ -55,7 +55,7 @@ def labels_for(decl, spec):
     }
     if spec.stop_timeout:
         labels['drover.stop-timeout'] = str(spec.stop_timeout)
-    if spec.health_check is not None:
+    if plan_mod.has_check(spec):
         labels[plan_mod.HEALTH_LABEL] = 'true'
     if decl.task_role_arn:
         labels['drover.task-role'] = decl.task_role_arn
@@ -460,7 +460,7 @@ class Pass:
             if obs is not None and plan_mod.container_status(obs) == plan_mod.STOPPED and f is None:
                 exited, f = True, {'exit_code': obs.get('exit_code')}
             health = plan_mod.UNKNOWN
-            if spec.health_check is not None and f is not None and not exited:
+            if plan_mod.has_check(spec) and f is not None and not exited:
                 health = plan_mod.ENGINE_HEALTH.get(f.get('health'), plan_mod.UNKNOWN)
             views.append({'name': name, 'image': spec.image, 'runtime_id': cid,
                           'last_status': plan_mod.STOPPED if exited else plan_mod.RUNNING,
@@ -747,7 +747,7 @@ def _health_words(decl, view):
     for c in view.get('containers') or []:
         spec = by_name.get(c['name'])
         text = '%s %s' % (c['name'], c.get('health_status') or plan_mod.UNKNOWN)
-        if spec is None or spec.health_check is None:
+        if spec is None or not plan_mod.has_check(spec):
             text += ' (no health check)'
         elif c.get('last_status') != plan_mod.RUNNING:
             text += ' (%s)' % c.get('last_status')

@@ -99,9 +99,12 @@ def container_health(obs):
     return ENGINE_HEALTH.get(obs.get('health'), UNKNOWN)
 
 
+has_check = spec_mod.has_check
+
+
 def checked(decl):
     """The names of the task's essential containers declared with a health check: those its health is made of."""
-    return set(c.name for c in decl.containers if c.essential and c.health_check is not None)
+    return set(c.name for c in decl.containers if c.essential and has_check(c))
 
 
 def checked_by_labels(observed):

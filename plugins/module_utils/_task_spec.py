@@ -63,6 +63,12 @@ Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None, F
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
+def has_check(container):
+    """Whether a container is declared with a health check (a check of NONE is none)."""
+    return container.health_check is not None and \
+        list(dict(container.health_check).get('command') or ())[:1] != ['NONE']
+
+
 def _empty(value):
     return value is None or value == [] or value == {} or value == ''
 
@@ -299,7 +305,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         raise SpecError('%s is host: task %s/%s would share the host\'s network (and see every task\'s traffic); '
                         'this host refuses host-network tasks unless allow_host_network is true '
                         '(role variable drover_allow_host_network)' % (mode_field, cluster, name))
-    if wait_healthy and not any(c.essential and c.health_check is not None for c in containers):
+    if wait_healthy and not any(c.essential and has_check(c) for c in containers):
         raise SpecError('%sstate is healthy: task %s/%s has no essential container with a health check '
                         '(containers[].health_check, healthCheck in a task definition), so it never becomes HEALTHY; '
                         'declare one, or use state running' % (prefix, cluster, name))

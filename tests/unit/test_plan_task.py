@@ -390,3 +390,11 @@ def test_state_healthy_is_running_that_waits_and_needs_a_check():
         spec.task({'name': 'web', 'state': 'healthy', 'containers': [
             {'name': 'main', 'image': IMG},
             {'name': 'side', 'image': IMG, 'essential': False, 'health_check': CHECK}]})
+
+
+def test_a_check_of_none_is_no_check():
+    d = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG, 'health_check': {'command': ['NONE']}}]})
+    assert not p.has_check(d.containers[0]) and p.checked(d) == set()
+    with pytest.raises(spec.SpecError, match='has no essential container with a health check'):
+        spec.task({'name': 'web', 'state': 'healthy', 'containers': [
+            {'name': 'main', 'image': IMG, 'health_check': {'command': ['NONE']}}]})
