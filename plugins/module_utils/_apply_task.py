@@ -88,7 +88,7 @@ def task_view(record, health_names=()):
         'restart': record.get('restart') or 'never',
         'streak': record.get('streak') or 0,
         'held_until': plan_mod.iso(record.get('hold_until')),
-        'health_status': plan_mod.task_health(record.get('containers'), health_names),
+        'health_status': plan_mod.record_health(record, health_names),
         'containers': [dict(c, health_status=c.get('health_status') or plan_mod.UNKNOWN)
                        for c in record.get('containers') or []],
         'network': record.get('network'),

@@ -5,8 +5,9 @@
 
 Owns: stop-first ordering, detection of exited essential containers and vanished containers,
 replacement of a changed task, the restart policies, the restart streak and its backoff hold, the health of
-containers and tasks (and the stop of a task whose essential container turned unhealthy), and the reason strings. Input: the declaration, what the engine shows for the task's labels, the stored record,
-and the clock (an argument). Output: a Plan.
+containers and tasks (and the stop of a task whose essential container turned unhealthy), and the reason
+strings. Input: the declaration, what the engine shows for the task's labels, the stored record, and the clock
+(an argument). Output: a Plan.
 Must not: do any I/O or read the clock.
 """
 
@@ -123,6 +124,14 @@ def task_health(views, names):
     if got and all(h == HEALTHY for h in got):
         return HEALTHY
     return UNKNOWN
+
+
+def record_health(record, names):
+    """The health_status of a task's record: a run that stopped because of its health checks stays UNHEALTHY,
+    any other stopped run is UNKNOWN; a run that goes on has the health of its containers (task_health)."""
+    if record.get('last_status') == STOPPED:
+        return UNHEALTHY if record.get('stopped_reason') == HEALTH_FAILED else UNKNOWN
+    return task_health(record.get('containers'), names)
 
 
 def health_events(key, before, after, now, views=()):
@@ -342,7 +351,8 @@ def plan_task(decl, observed, stored, now):
             reason = HEALTH_FAILED
         views = [container_view(by_name[c.name], c.image) if c.name in by_name else declared_view(c, STOPPED)
                  for c in decl.containers]
-        before = task_health((stored or {}).get('containers'), health_names)
+        # A transition is within one run: a run the store does not know as running starts UNKNOWN.
+        before = record_health(stored, health_names) if stored and stored.get('last_status') == RUNNING else UNKNOWN
         plan.events.extend(health_events(key, before, task_health(views, health_names), now, views))
         if record is None or record.get('desired_status') != RUNNING or record.get('last_status') != RUNNING:
             # Adopt from labels alone: the run is what the engine shows.

@@ -96,6 +96,9 @@ def test_an_unhealthy_essential_container_stops_the_task(engine, cluster, conver
     # restart never: it stays stopped.
     again = converge(**args)
     assert not again['changed'] and again['events'] == [] and task_containers(engine, cluster) == []
+    assert again['task']['health_status'] == 'UNHEALTHY'
+    info = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster))
+    assert [(t['last_status'], t['health_status']) for t in info['tasks']] == [('STOPPED', 'UNHEALTHY')]
 
 
 def test_restart_on_failure_runs_an_unhealthy_task_again_then_holds_it(engine, cluster, converge, store_path):
@@ -126,6 +129,22 @@ def test_restart_on_failure_runs_an_unhealthy_task_again_then_holds_it(engine, c
     again = converge(**args)
     assert again['changed'] and [e['event'] for e in again['events']] == ['task.running']
     assert list(statuses(engine, cluster).values()) == ['running']
+
+
+def test_state_healthy_waits_for_each_of_tasks_and_a_task_definition(engine, cluster, converge):
+    td = {'family': 'tdapi', 'containerDefinitions': [
+        {'name': 'api', 'image': IMAGE, 'command': SERVE,
+         'healthCheck': {'command': CHECK['command'], 'interval': 5, 'timeout': 2, 'retries': 1}}]}
+    tasks = [{'name': 'web', 'containers': [container('main', SERVE, health_check=CHECK)]}, {'task_definition': td},
+             {'name': 'plain', 'state': 'running', 'containers': [container('main')]}]
+    r = converge(state='healthy', healthy_wait_timeout=20, tasks=tasks)
+    assert not r.failed, r.get('msg')
+    assert [(t['name'], t['health_status']) for t in r['tasks']] == [('web', 'HEALTHY'), ('tdapi', 'HEALTHY'),
+                                                                     ('plain', 'UNKNOWN')]
+    assert sorted((e['task'], e['event']) for e in r['events']) == [
+        ('plain', 'task.running'), ('tdapi', 'task.healthy'), ('tdapi', 'task.running'), ('web', 'task.healthy'),
+        ('web', 'task.running')]
+    assert engine.api.inspect_container('tdapi-api')['State']['Health']['Status'] == 'healthy'
 
 
 def test_state_healthy_fails_with_a_message_when_health_does_not_come(engine, cluster, converge):

@@ -294,7 +294,10 @@ def test_task_health_is_made_of_its_essential_checked_containers():
     d = health_decl()
     assert p.checked(d) == {'main'}                 # side has a check, but is not essential
     assert p.checked(decl()) == set()
-    views = lambda main, side: [{'name': 'main', 'health_status': main}, {'name': 'side', 'health_status': side}]
+
+    def views(main, side):
+        return [{'name': 'main', 'health_status': main}, {'name': 'side', 'health_status': side}]
+
     assert p.task_health(views('HEALTHY', 'UNHEALTHY'), {'main'}) == p.HEALTHY
     assert p.task_health(views('UNHEALTHY', 'HEALTHY'), {'main'}) == p.UNHEALTHY
     assert p.task_health(views('UNKNOWN', 'HEALTHY'), {'main'}) == p.UNKNOWN
@@ -398,3 +401,19 @@ def test_a_check_of_none_is_no_check():
     with pytest.raises(spec.SpecError, match='has no essential container with a health check'):
         spec.task({'name': 'web', 'state': 'healthy', 'containers': [
             {'name': 'main', 'image': IMG, 'health_check': {'command': ['NONE']}}]})
+
+
+def test_a_stopped_run_is_unhealthy_only_when_its_checks_stopped_it():
+    views = [{'name': 'main', 'health_status': 'UNHEALTHY'}]
+    assert p.record_health({'last_status': 'STOPPED', 'stopped_reason': p.HEALTH_FAILED, 'containers': []},
+                           set()) == p.UNHEALTHY          # without the declaration too (ecs_task_info of a stopped task)
+    assert p.record_health({'last_status': 'STOPPED', 'stopped_reason': 'container main exited (1)',
+                            'containers': views}, {'main'}) == p.UNKNOWN
+    assert p.record_health({'last_status': 'RUNNING', 'containers': views}, {'main'}) == p.UNHEALTHY
+    assert p.record_health({'last_status': 'PENDING', 'containers': []}, {'main'}) == p.UNKNOWN
+    # a run adopted after a stopped one starts UNKNOWN: its first failure is an event of its own
+    d = health_decl()
+    stopped = {'cluster': d.cluster, 'name': d.name, 'last_status': 'STOPPED', 'desired_status': 'RUNNING',
+               'stopped_reason': p.HEALTH_FAILED, 'containers': views, 'spec_hash': d.spec_hash}
+    plan = run(d, [hobs(d, 'main', 'unhealthy'), hobs(d, 'side', None)], stopped, T0)
+    assert [e['event'] for e in plan.events] == ['task.unhealthy', 'task.stopped']
