@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 
@@ -26,6 +27,8 @@ BACKOFF_CAP = 600
 STABLE_RUN = BACKOFF_CAP
 
 PENDING, RUNNING, STOPPED = 'PENDING', 'RUNNING', 'STOPPED'
+# A container's restart policy (ECS restartPolicy): how long a run must have lasted to run again at once, unset.
+RESTART_ATTEMPT_PERIOD = 300
 
 # Reason strings, word for word (behaviour.md).
 TASK_STOPPED = 'Task stopped'
@@ -68,6 +71,33 @@ def failed(reason):
 def restarts(policy, reason):
     """Whether a run that ended with `reason` runs again under the restart `policy`."""
     return policy == 'always' or (policy == 'on-failure' and failed(reason))
+
+
+EXITED_RE = re.compile(r'^container (.+) exited \((-?[0-9]+)\)\Z')
+
+
+def container_policy(decl, reason):
+    """The restart_policy of the container whose exit (`reason`) stopped the run, when it runs the task again
+    (enabled, and the code is not one of its ignored_exit_codes), as a dict; else None."""
+    found = EXITED_RE.match(reason or '')
+    if not found:
+        return None
+    spec = dict((c.name, c) for c in decl.containers).get(found.group(1))
+    if spec is None or spec.restart_policy is None:
+        return None
+    policy = dict(spec.restart_policy)
+    if not policy.get('enabled') or int(found.group(2)) in (policy.get('ignored_exit_codes') or ()):
+        return None
+    return policy
+
+
+def restart_of(decl, reason):
+    """(restart policy, stable run) a run that ended with `reason` falls under: the task's restart and STABLE_RUN,
+    or, when its container's restart policy runs it again, always and its restart_attempt_period."""
+    policy = container_policy(decl, reason)
+    if policy is None:
+        return decl.restart, STABLE_RUN
+    return 'always', policy.get('restart_attempt_period') or RESTART_ATTEMPT_PERIOD
 
 
 def iso(ts):
@@ -186,8 +216,9 @@ class Plan:
         self.changed_fields = None  # with a replacement: the fields of the declaration that changed
 
 
-def _stop(record, reason, now, restart, containers, stop_reason_given=False):
-    """The record of a run that ended now with `reason`; with a restart due, the streak and hold too."""
+def _stop(record, reason, now, restart, containers, stop_reason_given=False, stable_run=STABLE_RUN):
+    """The record of a run that ended now with `reason`; with a restart due, the streak and hold too (a run that
+    lasted `stable_run` seconds starts a new streak)."""
     rec = dict(record)
     rec['last_status'] = STOPPED
     rec['stopped_reason'] = reason
@@ -195,7 +226,7 @@ def _stop(record, reason, now, restart, containers, stop_reason_given=False):
     rec['containers'] = containers
     if restarts(restart, reason) and not stop_reason_given:
         started = rec.get('started_at')
-        stable = started is not None and now - started >= STABLE_RUN
+        stable = started is not None and now - started >= stable_run
         rec['streak'] = 1 if stable else (rec.get('streak') or 0) + 1
         # The first stop of a streak runs again at once; a task that keeps stopping is held back before its
         # next run: 30 s before the second, doubling up to 600 s.
@@ -246,7 +277,8 @@ def _new_run(plan, decl, record, now, keep_streak):
 def _restart_now(plan, decl, stopped, now):
     """A run that just stopped, whose restart policy runs it again and that is not held: the next run
     starts in the same pass (the stopped run is reported first; its containers go before the new ones)."""
-    if restarts(decl.restart, stopped.get('stopped_reason')) and stopped.get('hold_until') is None:
+    if restarts(restart_of(decl, stopped.get('stopped_reason'))[0], stopped.get('stopped_reason')) and \
+            stopped.get('hold_until') is None:
         _new_run(plan, decl, stopped, now, keep_streak=True)
 
 
@@ -371,7 +403,8 @@ def plan_task(decl, observed, stored, now):
         plan.remove = list(observed)
         for view in views:
             view['last_status'] = STOPPED
-        record = _stop(record, reason, now, decl.restart, views)
+        policy, stable_run = restart_of(decl, reason)
+        record = _stop(record, reason, now, policy, views, stable_run=stable_run)
         plan.events.extend(stop_events(key, record, now))
         plan.record = record
         plan.changed = True
@@ -401,7 +434,7 @@ def plan_task(decl, observed, stored, now):
     # STOPPED, still wanted running: the restart policy decides.
     reason = record.get('stopped_reason')
     record['restart'] = decl.restart
-    if restarts(decl.restart, reason):
+    if restarts(restart_of(decl, reason)[0], reason):
         hold = record.get('hold_until')
         if hold is None or now >= hold:
             _new_run(plan, decl, record, now, keep_streak=True)

@@ -417,3 +417,67 @@ def test_a_stopped_run_is_unhealthy_only_when_its_checks_stopped_it():
                'stopped_reason': p.HEALTH_FAILED, 'containers': views, 'spec_hash': d.spec_hash}
     plan = run(d, [hobs(d, 'main', 'unhealthy'), hobs(d, 'side', None)], stopped, T0)
     assert [e['event'] for e in plan.events] == ['task.unhealthy', 'task.stopped']
+
+
+# --- a container's restart policy ------------------------------------------------------------------
+
+def policy_decl(restart='never', **policy):
+    return spec.task({'name': 'web', 'restart': restart, 'containers': [
+        {'name': 'main', 'image': IMG, 'restart_policy': dict({'enabled': True}, **policy)},
+        {'name': 'other', 'image': IMG}]})
+
+
+def exited(d, name, code, stored_started=T0):
+    observed = [obs(d, n, 'exited' if n == name else 'running', code if n == name else None) for n in ('main', 'other')]
+    stored = dict(_running(d), started_at=stored_started)
+    return observed, stored
+
+
+def _running(d):
+    first = run(d, [], None)
+    return dict(settle(d, first, T0), containers=[])
+
+
+def test_container_restart_policy_runs_the_task_again_with_the_backoff():
+    d = policy_decl(ignored_exit_codes=[0, 143])
+    observed, stored = exited(d, 'main', 1)
+    plan = run(d, observed, stored, T0 + 5)
+    assert plan.start and plan.record['streak'] == 1            # restart never, but the container's policy runs it
+    assert plan.record['restart'] == 'never'                    # the task's own policy, as reported
+    assert [e['event'] for e in plan.events] == ['task.stopped']
+    again = dict(plan.record, last_status='RUNNING', started_at=T0 + 5)
+    plan = run(d, exited(d, 'main', 2)[0], again, T0 + 10)     # ran 5 s (< 300): held back
+    assert not plan.start and plan.record['hold_until'] == T0 + 10 + p.BACKOFF_BASE
+    assert [e['event'] for e in plan.events] == ['task.stopped', 'task.held']
+    assert not run(d, [], plan.record, T0 + 20).start
+    later = run(d, [], plan.record, T0 + 10 + p.BACKOFF_BASE)
+    assert later.start and later.record['streak'] == 2
+
+
+def test_container_restart_policy_ignored_codes_and_other_stops_follow_the_task():
+    d = policy_decl(ignored_exit_codes=[0, 143])
+    for code in (0, 143):
+        plan = run(d, *exited(d, 'main', code), now=T0 + 5)
+        assert not plan.start and plan.record['last_status'] == 'STOPPED' and plan.record['hold_until'] is None
+    plan = run(d, *exited(d, 'other', 1), now=T0 + 5)
+    assert not plan.start                                         # another container's exit: restart never decides
+    on_failure = policy_decl('on-failure', ignored_exit_codes=[3])
+    plan = run(on_failure, *exited(on_failure, 'main', 3), now=T0 + 5)
+    assert plan.start                                             # ignored by the container, on-failure restarts
+    disabled = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG,
+                                                         'restart_policy': {'enabled': False}}]})
+    assert p.container_policy(disabled, 'container main exited (1)') is None
+    assert p.restart_of(d, 'container main exited (unknown)') == ('never', p.STABLE_RUN)
+    assert p.restart_of(d, p.HEALTH_FAILED) == ('never', p.STABLE_RUN)
+
+
+def test_restart_attempt_period_is_the_stable_run():
+    d = policy_decl(restart_attempt_period=60)
+    assert p.restart_of(d, 'container main exited (1)') == ('always', 60)
+    assert p.restart_of(policy_decl(), 'container main exited (1)') == ('always', p.RESTART_ATTEMPT_PERIOD)
+    observed, stored = exited(d, 'main', 1)
+    stored = dict(stored, streak=3)
+    plan = run(d, observed, stored, T0 + 61)                       # ran 61 s >= 60: a new streak, at once
+    assert plan.start and plan.record['streak'] == 1
+    plan = run(d, observed, stored, T0 + 59)                       # ran 59 s: the streak goes on, held back
+    assert not plan.start and plan.record['streak'] == 4 and plan.record['hold_until'] == T0 + 59 + p.backoff(3)

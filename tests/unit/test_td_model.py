@@ -292,7 +292,7 @@ def test_next_release_fields_are_found_but_not_refused():
     where = 'task_definition.containerDefinitions[1]'
     assert model.next_release_fields(out) == [
         (where + '.secrets', 'secrets'),
-        (where + '.environmentFiles', 'environmentFiles'), (where + '.restartPolicy', 'restartPolicy'),
+        (where + '.environmentFiles', 'environmentFiles'),
         (where + '.firelensConfiguration', 'firelensConfiguration'),
         (where + '.logConfiguration.secretOptions', 'secretOptions'),
         (where + '.logConfiguration.logDriver', 'awsfirelens'),
