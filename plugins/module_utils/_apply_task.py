@@ -866,7 +866,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
             view = task_view(record, plan_mod.checked(decl))
-            if getattr(decl, 'wait_healthy', False):
+            if decl.wait_healthy:
                 waiting.append((len(result['tasks']), decl, record))
             if plan.remove and plan.start and decl.state == 'running' and plan.changed_fields is not None:
                 view['changed_fields'] = plan.changed_fields

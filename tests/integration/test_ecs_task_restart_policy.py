@@ -14,8 +14,8 @@ EXIT = ['sh', '-c', 'sleep 0.3; exit 3']
 
 
 def test_the_container_policy_runs_the_task_again_then_holds_it(engine, cluster, converge, store_path):
-    args = dict(name='svc', containers=[container('main', EXIT, restart_policy={'enabled': True,
-                                                                               'ignored_exit_codes': [0]}),
+    policy = {'enabled': True, 'ignored_exit_codes': [0]}
+    args = dict(name='svc', containers=[container('main', EXIT, restart_policy=policy),
                                         container('side', essential=False)])
     first = converge(**args)
     assert first['task']['restart'] == 'never'
@@ -56,8 +56,8 @@ def test_an_ignored_exit_code_leaves_the_task_stopped(engine, cluster, converge)
 
 def test_a_policy_on_a_container_that_is_not_essential_changes_nothing(engine, cluster, converge, store_path):
     before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
-    r = converge(name='bad', containers=[container('main'), container('side', essential=False,
-                                                                     restart_policy={'enabled': True})])
+    side = container('side', essential=False, restart_policy={'enabled': True})
+    r = converge(name='bad', containers=[container('main'), side])
     assert r.failed and 'containers[1].restart_policy: container side is not essential' in r['msg'], r['msg']
     assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
     assert store_rows(store_path) is None
