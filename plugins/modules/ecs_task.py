@@ -331,6 +331,9 @@ options:
       - The first stop of a streak runs again at once, in the same pass. After that, a new run waits for the
         hold of the task's streak of stops (30 s before the second run, then 60, 120, 240, 480, then 600 s). A
         run that lasted 600 s or more before it stopped starts a new streak.
+      - A container's O(containers[].restart_policy) joins it, so that the task runs again after that container's
+        exit (unless its code is ignored), whatever O(restart) says.
+      - A task stopped by its health checks (C(Task failed container health checks)) counts as a failure.
     type: str
     choices: [never, on-failure, always]
     default: never
