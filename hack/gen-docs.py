@@ -76,7 +76,10 @@ def _engine(setting):
                'memory_reservation': '`MemoryReservation`', 'max_swap': '`MemorySwap` (= memory + max_swap)',
                'name': 'the container name `<task>-<name>`', 'image': '`Image` (pulled as `pull` says)',
                'log_configuration': '`LogConfig` (after the host\'s `log_drivers`, `log_driver_map` and `aws_logs`; see "Logs")',
-               'health_check': '`Healthcheck` (seconds to nanoseconds, ECS defaults)',
+               'health_check': '`Healthcheck` (seconds to nanoseconds, ECS defaults); label `drover.health-check` '
+                               '(see "Health")',
+               'restart_policy': 'the task\'s restart after this container\'s exit (see "Restart and hold"); only on an '
+                                 'essential container, `restartAttemptPeriod` 60 to 1800',
                'stop_timeout': '`StopTimeout`; the task\'s stop waits that long before the kill'}
     if setting.option in special:
         return special[setting.option]

@@ -31,7 +31,8 @@ description:
     is printed and no further event is sent in this run. A broken log or webhook never fails the playbook.
   - At the end of the run it prints a recap per host, with the tasks running, stopped and held (from the
     C(task) and C(tasks) results), the runner slots busy, idle, free and starting (from the C(pool) and
-    C(pools) results), and the pools held, with the time their hold ends. Under each host, one line per task
+    C(pools) results), and the pools held, with the time their hold ends; C(unhealthy=N) counts the tasks whose
+    last view has C(health_status) C(UNHEALTHY), when there are any. Under each host, one line per task
     run that stopped in this run (C(task.stopped)), with its reason and what became of the task (running
     again, held back, stays stopped), and one per runner that ended (C(runner.ended)).
   - Every recap line and every warning of the plugin is printed on one line as it is, but for control, format
@@ -530,7 +531,8 @@ class CallbackModule(CallbackBase):
         self._display.warning(escaped(text))
 
     def _host(self, name):
-        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': []})
+        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [],
+                                            'unhealthy': set()})
 
     def _collect(self, result):
         data = getattr(result, 'result', None)
@@ -559,7 +561,12 @@ class CallbackModule(CallbackBase):
                 continue
             host = self._host(host_name)
             for view in tasks:
-                host['tasks'][(view['cluster'], view['name'])] = task_summary(view)
+                key = (view['cluster'], view['name'])
+                host['tasks'][key] = task_summary(view)
+                if view.get('health_status') == 'UNHEALTHY':
+                    host['unhealthy'].add(key)
+                else:
+                    host['unhealthy'].discard(key)
             for view in pools:
                 host['pools'][view['name']] = pool_summary(view, check_mode)
             for entry in raw if isinstance(raw, list) else []:
@@ -709,6 +716,8 @@ class CallbackModule(CallbackBase):
                     counts[summary] += 1
                 text = 'tasks running=%(running)d stopped=%(stopped)d held=%(held)d' % counts
                 text += ''.join(' %s=%d' % (k, counts[k]) for k in ('pending', 'other') if counts[k])
+                if rec['unhealthy']:
+                    text += ' unhealthy=%d' % len(rec['unhealthy'])
                 words.append(text)
             if rec['pools']:
                 slots = dict((state, 0) for state in SLOT_STATES)

@@ -447,6 +447,35 @@ options:
             - Seconds after the start when failures do not count, 0 to 300.
             - ECS C(startPeriod).
             type: int
+      restart_policy:
+        description:
+        - 'The container''s restart policy (ECS C(restartPolicy)). ECS restarts the container in place; here it joins
+          the task''s O(restart): when the task stops because this container exited, with a code not in O(containers[].restart_policy.ignored_exit_codes),
+          the task runs again (as with O(restart=always)), with the task''s backoff; with an ignored code the task''s
+          O(restart) decides alone.'
+        - Only on an essential container (the exit of one that is not essential does not stop the task).
+        - ECS C(restartPolicy).
+        type: dict
+        suboptions:
+          enabled:
+            description:
+            - Whether the policy applies.
+            - ECS C(enabled).
+            type: bool
+            required: true
+          ignored_exit_codes:
+            description:
+            - Exit codes that do not run the task again (at most 50).
+            - ECS C(ignoredExitCodes).
+            type: list
+            elements: int
+          restart_attempt_period:
+            description:
+            - 'Seconds, 60 to 1800 (V(300) when unset): a run that lasted this long before the container exited runs again
+              at once and starts a new streak; one that ended sooner runs again after the backoff (30 s doubling to 600
+              s).'
+            - ECS C(restartAttemptPeriod).
+            type: int
       stop_timeout:
         description:
         - Seconds between the stop signal and the kill when the task stops (the engine's C(StopTimeout)); 2 to 120.

@@ -44,6 +44,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFail
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
+# How long state healthy waits for a task to become HEALTHY, by default (seconds; as docker_container's).
+HEALTHY_WAIT = 300
 
 
 def labels_for(decl, spec):
@@ -58,6 +60,8 @@ def labels_for(decl, spec):
     }
     if spec.stop_timeout:
         labels['drover.stop-timeout'] = str(spec.stop_timeout)
+    if plan_mod.has_check(spec):
+        labels[plan_mod.HEALTH_LABEL] = 'true'
     if decl.task_role_arn:
         labels['drover.task-role'] = decl.task_role_arn
     return labels
@@ -76,8 +80,8 @@ def container_name(decl, spec):
     return '%s-%s' % (decl.name, spec.name)
 
 
-def task_view(record):
-    """A task as every task module returns it."""
+def task_view(record, health_names=()):
+    """A task as every task module returns it; `health_names`: its essential containers with a health check."""
     return {
         'name': record['name'],
         'cluster': record['cluster'],
@@ -89,7 +93,9 @@ def task_view(record):
         'restart': record.get('restart') or 'never',
         'streak': record.get('streak') or 0,
         'held_until': plan_mod.iso(record.get('hold_until')),
-        'containers': [dict(c) for c in record.get('containers') or []],
+        'health_status': plan_mod.record_health(record, health_names),
+        'containers': [dict(c, health_status=c.get('health_status') or plan_mod.UNKNOWN)
+                       for c in record.get('containers') or []],
         'network': record.get('network'),
     }
 
@@ -101,6 +107,7 @@ def _diff_view(record):
     view['spec_hash'] = record.get('spec_hash')
     for key in ('started_at', 'stopped_at', 'streak'):
         view.pop(key)
+    view.pop('health_status')
     view['containers'] = [{'name': c.get('name'), 'image': c.get('image'), 'last_status': c.get('last_status')}
                           for c in view['containers']]
     return view
@@ -530,10 +537,14 @@ class Pass:
             exited = f is not None and f['state'] == order_mod.EXITED
             if obs is not None and plan_mod.container_status(obs) == plan_mod.STOPPED and f is None:
                 exited, f = True, {'exit_code': obs.get('exit_code')}
+            health = plan_mod.UNKNOWN
+            if plan_mod.has_check(spec) and f is not None and not exited:
+                health = plan_mod.ENGINE_HEALTH.get(f.get('health'), plan_mod.UNKNOWN)
             views.append({'name': name, 'image': spec.image, 'runtime_id': cid,
                           'last_status': plan_mod.STOPPED if exited else plan_mod.RUNNING,
                           'exit_code': f['exit_code'] if exited else None,
-                          'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ()))})
+                          'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ())),
+                          'health_status': health})
         if reason is not None:
             for cid in reversed(made):
                 self.engine.remove(cid)
@@ -569,7 +580,8 @@ class Pass:
         for c in decl.containers:
             if c.name in started:
                 views.append({'name': c.name, 'image': c.image, 'runtime_id': started[c.name],
-                              'last_status': plan_mod.RUNNING, 'exit_code': None, 'gpu_ids': list(gpus.get(c.name, ()))})
+                              'last_status': plan_mod.RUNNING, 'exit_code': None, 'gpu_ids': list(gpus.get(c.name, ())),
+                              'health_status': plan_mod.UNKNOWN})
             else:
                 views.append(plan_mod.declared_view(c, plan_mod.PENDING))
         if record is not None:
@@ -847,18 +859,93 @@ def _ledger(params, tasks, engine, store):
     return Ledger.load(store, devices, source)
 
 
-def converge(params, check_mode=False, diff=False, clock=time.time):
+def _health_words(decl, view):
+    """What a failed wait for HEALTHY says of each container of the task."""
+    by_name = dict((c.name, c) for c in decl.containers)
+    words = []
+    for c in view.get('containers') or []:
+        spec = by_name.get(c['name'])
+        text = '%s %s' % (c['name'], c.get('health_status') or plan_mod.UNKNOWN)
+        if spec is None or not plan_mod.has_check(spec):
+            text += ' (no health check)'
+        elif c.get('last_status') != plan_mod.RUNNING:
+            text += ' (%s)' % c.get('last_status')
+        words.append(text)
+    return ', '.join(words) or 'none'
+
+
+def _wait_healthy(engine, store, waiting, result, timeout, clock, sleep):
+    """state healthy: after the pass, wait until each task of `waiting` ((index in result['tasks'], decl, record))
+    is HEALTHY, `timeout` seconds at most, reading the engine's listing. A task that is not RUNNING, that turns
+    UNHEALTHY or whose container stops fails the wait at once (the next converge stops it with its reason)."""
+    deadline = clock() + timeout
+    pending = list(waiting)
+    while pending:
+        now = clock()
+        grouped = _group(engine.list_role(ROLE))
+        still = []
+        for index, decl, record in pending:
+            key = (decl.cluster, decl.name)
+            names = plan_mod.checked(decl)
+            view = result['tasks'][index]
+            if record['last_status'] != plan_mod.RUNNING:
+                raise TaskFailure('task %s/%s is %s%s, so it cannot become HEALTHY (state healthy)' % (
+                    key[0], key[1], record['last_status'],
+                    ': %s' % record['stopped_reason'] if record['last_status'] == plan_mod.STOPPED else ''), result)
+            by_name = dict((o['labels'].get('drover.container'), o) for o in grouped.get(key, []))
+            views = []
+            for c in record.get('containers') or []:
+                obs = by_name.get(c['name'])
+                status = plan_mod.container_status(obs) if obs is not None else plan_mod.STOPPED
+                views.append(dict(c, last_status=status,
+                                  health_status=plan_mod.container_health(obs) if obs is not None else plan_mod.UNKNOWN))
+            health = plan_mod.task_health(views, names)
+            shown = dict(task_view(dict(record, containers=views), names), **dict(
+                (k, v) for k, v in view.items() if k == 'changed_fields'))
+            stopped = [v['name'] for v in views if v['name'] in names and v['last_status'] != plan_mod.RUNNING]
+            if health == plan_mod.UNHEALTHY or stopped:
+                result['tasks'][index] = shown
+                raise TaskFailure('task %s/%s %s while state healthy waited for it (containers: %s); the next converge '
+                                  'stops it' % (key[0], key[1], 'turned UNHEALTHY' if not stopped else 'stopped',
+                                                _health_words(decl, shown)), result)
+            if health != plan_mod.HEALTHY:
+                still.append((index, decl, record))
+                if now >= deadline:
+                    result['tasks'][index] = shown
+                    raise TaskFailure('task %s/%s is not HEALTHY after %s s (healthy_wait_timeout): its health is %s '
+                                      '(containers: %s)' % (key[0], key[1], timeout, health,
+                                                            _health_words(decl, shown)), result)
+                continue
+            before = plan_mod.task_health(record.get('containers'), names)
+            events = plan_mod.health_events(key, before, health, now, views)
+            record = dict(record, containers=views)
+            store.put_task(record, now)
+            for ev in events:
+                store.add_event(ev)
+            result['events'].extend(events)
+            result['tasks'][index] = shown
+        pending = still
+        if pending:
+            sleep(max(min(order_mod.ORDER_POLL, deadline - clock()), 0.01))
+
+
+def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.sleep):
     """The ecs_task module's one call. Returns the result dict; raises TaskFailure."""
     try:
         tasks, purge_cluster = spec_mod.task_set(params, platform.machine())
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
+    healthy_wait = params.get('healthy_wait_timeout')
+    healthy_wait = HEALTHY_WAIT if healthy_wait is None else healthy_wait
+    if not isinstance(healthy_wait, int) or isinstance(healthy_wait, bool) or healthy_wait < 0:
+        raise TaskFailure('healthy_wait_timeout must be a number of seconds, 0 or more, got %r' % (healthy_wait,))
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
     befores, afters = {}, {}
+    waiting = []
     try:
         stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
         declared = [(t.cluster, t.name) for t in tasks]
@@ -897,7 +984,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
                 work.adopt_credentials(decl, grouped.get(key, []))
             record, events, changed = work.apply(decl, plan, now)
             result['changed'] = result['changed'] or changed
-            view = task_view(record)
+            view = task_view(record, plan_mod.checked(decl))
+            if decl.wait_healthy:
+                waiting.append((len(result['tasks']), decl, record))
             if plan.remove and plan.start and decl.state == 'running' and plan.changed_fields is not None:
                 view['changed_fields'] = plan.changed_fields
             result['tasks'].append(view)
@@ -917,6 +1006,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time):
                                          % ', '.join(repaired))
                 if trouble:
                     work.warnings.append(trouble)
+            if waiting:
+                result['warnings'] = work.warnings
+                _wait_healthy(engine, store, waiting, result, healthy_wait, clock, sleep)
         result['warnings'] = work.warnings
     except EngineError as exc:
         result['changed'] = True if result['tasks'] else result['changed']
@@ -956,7 +1048,8 @@ def info(params):
         _with_exit_codes(engine, grouped, keys)
         out = []
         for key in keys:
-            out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key))))
+            out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key)),
+                                 plan_mod.checked_by_labels(grouped.get(key, []))))
         return {'changed': False, 'tasks': out}
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)

@@ -108,6 +108,12 @@ def texts(value, field):
     return tuple(text(v, '%s[%d]' % (field, i)) for i, v in enumerate(value))
 
 
+def wholes(value, field):
+    if not isinstance(value, (list, tuple)):
+        raise SpecError('%s must be a list of whole numbers, got %r' % (field, value))
+    return tuple(whole(v, '%s[%d]' % (field, i)) for i, v in enumerate(value))
+
+
 def argv(value, field):
     """A command or entrypoint: a list of strings (an exec form)."""
     if not isinstance(value, (list, tuple)):
@@ -255,7 +261,7 @@ PORT_KEYS = ('container_port', 'host_port', 'protocol', 'name', 'app_protocol', 
 Sub = collections.namedtuple('Sub', ('option', 'ecs', 'kind', 'required', 'doc', 'choices'))
 # One container setting.
 #  option: its name in containers[]; ecs: its place in an ECS container definition (None: none there);
-#  kind: str, int, bool, strs, argv, env, map, record, records, raw; sub: the members of a record(s);
+#  kind: str, int, bool, strs, ints, argv, env, map, record, records, raw; sub: the members of a record(s);
 #  low/high: the bounds of an int; doc: what ansible-doc says; to: where it goes in the engine's call
 #  (config.<key> or host.<key> of the Docker SDK's create_container / create_host_config; None: the
 #  apply layer renders it); awsvpc: False where AWS refuses it in awsvpc tasks; core: always in the spec hash.
@@ -414,6 +420,18 @@ SETTINGS = (
             U('retries', 'retries', 'int', 'Failures in a row that make the container unhealthy, 1 to 10.'),
             U('start_period', 'startPeriod', 'int', 'Seconds after the start when failures do not count, 0 to '
               '300.')), to='config.healthcheck'),
+    S('restart_policy', 'restartPolicy', 'record', [
+        'The container\'s restart policy (ECS C(restartPolicy)). ECS restarts the container in place; here it joins '
+        'the task\'s O(restart): when the task stops because this container exited, with a code not in '
+        'O(containers[].restart_policy.ignored_exit_codes), the task runs again (as with O(restart=always)), with the '
+        'task\'s backoff; with an ignored code the task\'s O(restart) decides alone.',
+        'Only on an essential container (the exit of one that is not essential does not stop the task).'], sub=(
+            U('enabled', 'enabled', 'bool', 'Whether the policy applies.', required=True),
+            U('ignored_exit_codes', 'ignoredExitCodes', 'ints', 'Exit codes that do not run the task again (at most '
+              '50).'),
+            U('restart_attempt_period', 'restartAttemptPeriod', 'int', 'Seconds, 60 to 1800 (V(300) when unset): a '
+              'run that lasted this long before the container exited runs again at once and starts a new streak; '
+              'one that ended sooner runs again after the backoff (30 s doubling to 600 s).'))),
     S('stop_timeout', 'stopTimeout', 'int', [
         'Seconds between the stop signal and the kill when the task stops (the engine\'s C(StopTimeout)); 2 to '
         '120.', 'Unset, a stopping task\'s container is killed at once.'], to='config.stop_timeout', low=2,
@@ -514,8 +532,6 @@ Container = collections.namedtuple('Container', OPTIONS)
 
 # ECS container definition members that this release does not do yet or never does here, and why.
 ECS_REFUSED = {
-    'restartPolicy': 'is not supported yet (a container restart policy comes in a later release); use the task\'s '
-                     'restart',
     'credentialSpecs': 'is refused: gMSA credential specs are for Windows containers',
 }
 # ECS members with no effect on a host of its own: accepted as they are.
@@ -559,6 +575,8 @@ def _value(kind, value, field, low=None, high=None):
         return text(value, field)
     if kind == 'strs':
         return texts(value, field)
+    if kind == 'ints':
+        return wholes(value, field)
     if kind == 'argv':
         return argv(value, field)
     if kind == 'env':
@@ -717,6 +735,17 @@ def _rules(c, at, network_mode, host):
             s3_object(dict(item)['value'])
         except ValueError as exc:
             raise SpecError('%s %r %s' % (_member(at, 'environment_files', i, 'value'), dict(item)['value'], exc))
+    if c.restart_policy is not None:
+        rp = dict(c.restart_policy)
+        if rp['enabled'] and not c.essential:
+            raise SpecError('%s: container %s is not essential, so its exit does not stop the task and nothing runs '
+                            'again; make it essential or leave the policy out' % (at('restart_policy'), c.name))
+        if rp.get('restart_attempt_period') is not None and not 60 <= rp['restart_attempt_period'] <= 1800:
+            raise SpecError('%s must be from 60 to 1800, got %d'
+                            % (at('restart_policy', 'restart_attempt_period'), rp['restart_attempt_period']))
+        if len(rp.get('ignored_exit_codes') or ()) > 50:
+            raise SpecError('%s has %d codes: at most 50' % (at('restart_policy', 'ignored_exit_codes'),
+                                                             len(rp['ignored_exit_codes'])))
     own = [k for k, v in c.docker_labels or () if k.startswith(OWN_LABELS)]
     if own:
         warnings.append('%s: %s %s in the collection\'s own label namespace (%s*): left out of container %s'
@@ -1064,14 +1093,16 @@ def hashable(c):
 
 # --- the module's argument spec and documentation ---------------------------------------------------------
 
-_TYPES = {'name': 'str', 'image': 'str', 'str': 'str', 'int': 'int', 'bool': 'bool', 'strs': 'list', 'argv': 'raw',
-          'env': 'dict', 'map': 'dict', 'record': 'dict', 'records': 'list'}
+_TYPES = {'name': 'str', 'image': 'str', 'str': 'str', 'int': 'int', 'bool': 'bool', 'strs': 'list', 'ints': 'list',
+          'argv': 'raw', 'env': 'dict', 'map': 'dict', 'record': 'dict', 'records': 'list'}
 
 
 def _spec_of(kind, required=False, default=None, choices=None, sub=()):
     out = {'type': _TYPES[kind]}
     if kind == 'strs':
         out['elements'] = 'str'
+    if kind == 'ints':
+        out['elements'] = 'int'
     if kind in ('record', 'records'):
         if kind == 'records':
             out['elements'] = 'dict'

@@ -56,6 +56,16 @@ def split_image(ref):
     return registry, repo, tag or 'latest'
 
 
+def listed_health(status):
+    """The health of a container from the Status of the engine's listing ('Up 3 seconds (healthy)', 'Up 1 second
+    (health: starting)', 'Up 2 minutes (unhealthy)'): healthy, unhealthy, starting, or None."""
+    text = status or ''
+    for word in ('(unhealthy)', '(healthy)', '(health: starting)'):
+        if text.endswith(word):
+            return word.strip('()').replace('health: ', '')
+    return None
+
+
 class Engine:
     """A connection to one Docker engine."""
 
@@ -121,7 +131,9 @@ class Engine:
         """Every container, running or not, labelled with `drover.role=<role>` (any role when None): one
         engine call.
 
-        Each is a dict: id, name, labels, state (running, exited, created, ...), image, created (epoch).
+        Each is a dict: id, name, labels, state (running, exited, created, ...), image, created (epoch), health (the
+        status of a running container's health check, as the listing shows it: starting, healthy, unhealthy; None
+        without one).
         """
         label = ROLE_LABEL if role is None else '%s=%s' % (ROLE_LABEL, role)
         try:
@@ -138,6 +150,7 @@ class Engine:
                 'state': row.get('State') or '',
                 'image': row.get('Image') or '',
                 'created': row.get('Created'),
+                'health': listed_health(row.get('Status')),
             })
         return out
 

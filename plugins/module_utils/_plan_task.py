@@ -4,9 +4,10 @@
 """The task decider: what one pass must do to one task.
 
 Owns: stop-first ordering, detection of exited essential containers and vanished containers,
-replacement of a changed task, the restart policies, the restart streak and its backoff hold, and the
-reason strings. Input: the declaration, what the engine shows for the task's labels, the stored record,
-and the clock (an argument). Output: a Plan.
+replacement of a changed task, the restart policies, the restart streak and its backoff hold, the health of
+containers and tasks (and the stop of a task whose essential container turned unhealthy), and the reason
+strings. Input: the declaration, what the engine shows for the task's labels, the stored record, and the clock
+(an argument). Output: a Plan.
 Must not: do any I/O or read the clock.
 """
 
@@ -15,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 
@@ -25,10 +27,19 @@ BACKOFF_CAP = 600
 STABLE_RUN = BACKOFF_CAP
 
 PENDING, RUNNING, STOPPED = 'PENDING', 'RUNNING', 'STOPPED'
+# A container's restart policy (ECS restartPolicy): how long a run must have lasted to run again at once, unset.
+RESTART_ATTEMPT_PERIOD = 300
 
 # Reason strings, word for word (behaviour.md).
 TASK_STOPPED = 'Task stopped'
 EXITED_UNSEEN = 'Container exited while no converge was running'
+HEALTH_FAILED = 'Task failed container health checks'
+
+# Health, as ECS reports it for a container and for a task.
+HEALTHY, UNHEALTHY, UNKNOWN = 'HEALTHY', 'UNHEALTHY', 'UNKNOWN'
+# The label of a container declared with a health check: only such a check counts (not the image's HEALTHCHECK).
+HEALTH_LABEL = 'drover.health-check'
+ENGINE_HEALTH = {'healthy': HEALTHY, 'unhealthy': UNHEALTHY}
 
 
 def reason_exited(name, code):
@@ -66,6 +77,33 @@ def restarts(policy, reason):
     return policy == 'always' or (policy == 'on-failure' and failed(reason))
 
 
+EXITED_RE = re.compile(r'^container (.+) exited \((-?[0-9]+)\)\Z')
+
+
+def container_policy(decl, reason):
+    """The restart_policy of the container whose exit (`reason`) stopped the run, when it runs the task again
+    (enabled, and the code is not one of its ignored_exit_codes), as a dict; else None."""
+    found = EXITED_RE.match(reason or '')
+    if not found:
+        return None
+    spec = dict((c.name, c) for c in decl.containers).get(found.group(1))
+    if spec is None or spec.restart_policy is None:
+        return None
+    policy = dict(spec.restart_policy)
+    if not policy.get('enabled') or int(found.group(2)) in (policy.get('ignored_exit_codes') or ()):
+        return None
+    return policy
+
+
+def restart_of(decl, reason):
+    """(restart policy, stable run) a run that ended with `reason` falls under: the task's restart and STABLE_RUN,
+    or, when its container's restart policy runs it again, always and its restart_attempt_period."""
+    policy = container_policy(decl, reason)
+    if policy is None:
+        return decl.restart, STABLE_RUN
+    return 'always', policy.get('restart_attempt_period') or RESTART_ATTEMPT_PERIOD
+
+
 def iso(ts):
     if ts is None:
         return None
@@ -88,6 +126,58 @@ def container_status(obs):
     return STOPPED
 
 
+def container_health(obs):
+    """A container's health_status: what the engine last saw of its declared health check (HEALTHY, UNHEALTHY), else
+    UNKNOWN (starting, not running, or no declared check: an image's own HEALTHCHECK does not count)."""
+    if obs['labels'].get(HEALTH_LABEL) != 'true' or container_status(obs) != RUNNING:
+        return UNKNOWN
+    return ENGINE_HEALTH.get(obs.get('health'), UNKNOWN)
+
+
+has_check = spec_mod.has_check
+
+
+def checked(decl):
+    """The names of the task's essential containers declared with a health check: those its health is made of."""
+    return set(c.name for c in decl.containers if c.essential and has_check(c))
+
+
+def checked_by_labels(observed):
+    """As checked(), from the labels of the task's containers (when no declaration is at hand)."""
+    return set(o['labels'].get('drover.container') for o in observed
+               if o['labels'].get(HEALTH_LABEL) == 'true' and o['labels'].get('drover.essential') != 'false')
+
+
+def task_health(views, names):
+    """A task's health_status from its container views: UNHEALTHY when one of `names` (its essential containers
+    with a health check) is unhealthy, HEALTHY when every one is healthy, else UNKNOWN (none, or not yet known)."""
+    health = dict((v.get('name'), v.get('health_status') or UNKNOWN) for v in views or ())
+    got = [health.get(n, UNKNOWN) for n in sorted(names)]
+    if UNHEALTHY in got:
+        return UNHEALTHY
+    if got and all(h == HEALTHY for h in got):
+        return HEALTHY
+    return UNKNOWN
+
+
+def record_health(record, names):
+    """The health_status of a task's record: a run that stopped because of its health checks stays UNHEALTHY,
+    any other stopped run is UNKNOWN; a run that goes on has the health of its containers (task_health)."""
+    if record.get('last_status') == STOPPED:
+        return UNHEALTHY if record.get('stopped_reason') == HEALTH_FAILED else UNKNOWN
+    return task_health(record.get('containers'), names)
+
+
+def health_events(key, before, after, now, views=()):
+    """task.healthy / task.unhealthy when the task's health turned to that (`before`: the stored run's)."""
+    if after == before or after == UNKNOWN:
+        return []
+    data = {}
+    if after == UNHEALTHY:
+        data['containers'] = sorted(v['name'] for v in views if v.get('health_status') == UNHEALTHY)
+    return [event('task.%s' % after.lower(), key, now, **data)]
+
+
 def container_view(obs, declared_image=None):
     status = container_status(obs)
     return {
@@ -97,13 +187,14 @@ def container_view(obs, declared_image=None):
         'last_status': status,
         'exit_code': obs.get('exit_code') if status == STOPPED else None,
         'gpu_ids': gpu_ids(obs['labels']),
+        'health_status': container_health(obs),
     }
 
 
 def declared_view(spec, status, gpu_ids_=()):
     """A declared container that has no container on the engine (not started yet, or gone)."""
     return {'name': spec.name, 'image': spec.image, 'runtime_id': None, 'last_status': status,
-            'exit_code': None, 'gpu_ids': list(gpu_ids_)}
+            'exit_code': None, 'gpu_ids': list(gpu_ids_), 'health_status': UNKNOWN}
 
 
 def gpu_ids(labels):
@@ -129,8 +220,9 @@ class Plan:
         self.changed_fields = None  # with a replacement: the fields of the declaration that changed
 
 
-def _stop(record, reason, now, restart, containers, stop_reason_given=False):
-    """The record of a run that ended now with `reason`; with a restart due, the streak and hold too."""
+def _stop(record, reason, now, restart, containers, stop_reason_given=False, stable_run=STABLE_RUN):
+    """The record of a run that ended now with `reason`; with a restart due, the streak and hold too (a run that
+    lasted `stable_run` seconds starts a new streak)."""
     rec = dict(record)
     rec['last_status'] = STOPPED
     rec['stopped_reason'] = reason
@@ -138,7 +230,7 @@ def _stop(record, reason, now, restart, containers, stop_reason_given=False):
     rec['containers'] = containers
     if restarts(restart, reason) and not stop_reason_given:
         started = rec.get('started_at')
-        stable = started is not None and now - started >= STABLE_RUN
+        stable = started is not None and now - started >= stable_run
         rec['streak'] = 1 if stable else (rec.get('streak') or 0) + 1
         # The first stop of a streak runs again at once; a task that keeps stopping is held back before its
         # next run: 30 s before the second, doubling up to 600 s.
@@ -189,7 +281,8 @@ def _new_run(plan, decl, record, now, keep_streak):
 def _restart_now(plan, decl, stopped, now):
     """A run that just stopped, whose restart policy runs it again and that is not held: the next run
     starts in the same pass (the stopped run is reported first; its containers go before the new ones)."""
-    if restarts(decl.restart, stopped.get('stopped_reason')) and stopped.get('hold_until') is None:
+    if restarts(restart_of(decl, stopped.get('stopped_reason'))[0], stopped.get('stopped_reason')) and \
+            stopped.get('hold_until') is None:
         _new_run(plan, decl, stopped, now, keep_streak=True)
 
 
@@ -202,7 +295,7 @@ def _finish(plan, stored):
 
 def plan_task(decl, observed, stored, now):
     """Plan one declared task. `observed`: the engine's containers labelled with this task (each a dict
-    with id, labels, state, image, created, and exit_code for those not running). `stored`: the record,
+    with id, labels, state, image, created, health, and exit_code for those not running). `stored`: the record,
     or None."""
     key = (decl.cluster, decl.name)
     plan = Plan(key)
@@ -288,8 +381,15 @@ def plan_task(decl, observed, stored, now):
             if container_status(obs) == STOPPED:
                 reason = reason_exited(spec.name, obs.get('exit_code'))
                 break
+        health_names = checked(decl)
+        if reason is None and any(container_health(by_name[n]) == UNHEALTHY for n in health_names):
+            # An essential container turned unhealthy: the task stops, and its restart policy decides what follows.
+            reason = HEALTH_FAILED
         views = [container_view(by_name[c.name], c.image) if c.name in by_name else declared_view(c, STOPPED)
                  for c in decl.containers]
+        # A transition is within one run: a run the store does not know as running starts UNKNOWN.
+        before = record_health(stored, health_names) if stored and stored.get('last_status') == RUNNING else UNKNOWN
+        plan.events.extend(health_events(key, before, task_health(views, health_names), now, views))
         if record is None or record.get('desired_status') != RUNNING or record.get('last_status') != RUNNING:
             # Adopt from labels alone: the run is what the engine shows.
             created = [o.get('created') for o in observed if o.get('created')]
@@ -307,7 +407,8 @@ def plan_task(decl, observed, stored, now):
         plan.remove = list(observed)
         for view in views:
             view['last_status'] = STOPPED
-        record = _stop(record, reason, now, decl.restart, views)
+        policy, stable_run = restart_of(decl, reason)
+        record = _stop(record, reason, now, policy, views, stable_run=stable_run)
         plan.events.extend(stop_events(key, record, now))
         plan.record = record
         plan.changed = True
@@ -337,7 +438,7 @@ def plan_task(decl, observed, stored, now):
     # STOPPED, still wanted running: the restart policy decides.
     reason = record.get('stopped_reason')
     record['restart'] = decl.restart
-    if restarts(decl.restart, reason):
+    if restarts(restart_of(decl, reason)[0], reason):
         hold = record.get('hold_until')
         if hold is None or now >= hold:
             _new_run(plan, decl, record, now, keep_streak=True)

@@ -39,7 +39,7 @@ ROLE_NAME_RE = re.compile(r'^[A-Za-z0-9+=,.@_-]{1,64}\Z')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
 # ECS's old name of bridge (Docker's default network).
 NETWORK_MODE_ALIASES = {'default': 'bridge'}
-STATES = ('running', 'stopped', 'absent')
+STATES = ('running', 'healthy', 'stopped', 'absent')
 RESTART_POLICIES = ('never', 'on-failure', 'always')
 PULL_POLICIES = ('missing', 'always', 'never')
 CONTAINER_KEYS = settings.OPTIONS
@@ -56,10 +56,18 @@ Container = settings.Container
 Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
     'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings',
-    'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode', 'where'))
+    'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode', 'where',
+    'wait_healthy'))
 # where: each task-level option -> the field it was given in (volumes, or task_definition.volumes), for messages.
-Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None)
+# wait_healthy: state healthy (a running task, that the converge then waits for until it is HEALTHY).
+Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None, False)
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
+
+
+def has_check(container):
+    """Whether a container is declared with a health check (a check of NONE is none)."""
+    return container.health_check is not None and \
+        list(dict(container.health_check).get('command') or ())[:1] != ['NONE']
 
 
 def _empty(value):
@@ -177,6 +185,9 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     state = raw.get('state') or 'running'
     if state not in STATES:
         raise SpecError('%sstate must be one of %s, got %r' % (prefix, ', '.join(STATES), state))
+    wait_healthy = state == 'healthy'
+    if wait_healthy:
+        state = 'running'
     network_mode = raw.get('network_mode')
     task_role_arn = raw.get('task_role_arn')
     execution_role_arn = raw.get('execution_role_arn')
@@ -297,6 +308,10 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         raise SpecError('%s is host: task %s/%s would share the host\'s network (and see every task\'s traffic); '
                         'this host refuses host-network tasks unless allow_host_network is true '
                         '(role variable drover_allow_host_network)' % (mode_field, cluster, name))
+    if wait_healthy and not any(c.essential and has_check(c) for c in containers):
+        raise SpecError('%sstate is healthy: task %s/%s has no essential container with a health check '
+                        '(containers[].health_check, healthCheck in a task definition), so it never becomes HEALTHY; '
+                        'declare one, or use state running' % (prefix, cluster, name))
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
@@ -304,7 +319,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                 warnings=tuple(warnings), cpu=level['cpu'], memory=level['memory'], volumes=level['volumes'] or (),
                 placement_constraints=level['placement_constraints'] or (),
                 runtime_platform=level['runtime_platform'], ipc_mode=level['ipc_mode'], pid_mode=level['pid_mode'],
-                where=level['where'],
+                where=level['where'], wait_healthy=wait_healthy,
                 fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level)))
 
 

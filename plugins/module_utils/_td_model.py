@@ -73,7 +73,7 @@ OPERATION = 'RegisterTaskDefinition'
 OUTPUT_ONLY = ('taskDefinitionArn', 'revision', 'status', 'requiresAttributes', 'compatibilities',
                'registeredAt', 'registeredBy', 'deregisteredAt')
 # Container-level fields a later release handles; normalize accepts them, the caller refuses them.
-FIELDS_NEXT = ('restartPolicy',)
+FIELDS_NEXT = ()
 LOG_FIELDS_NEXT = ()
 LOG_DRIVERS_NEXT = ()
 # The most errors one message lists, and the most characters of one error or of a quoted value.

@@ -307,9 +307,18 @@ options:
     description:
       - V(running) starts the task if it has no run going; V(stopped) stops it and keeps its record;
         V(absent) stops it and removes every trace of it, the store record included.
+      - V(healthy) is V(running), after which the converge waits until the task is C(HEALTHY) (every essential
+        container with a O(containers[].health_check) passed it), at most O(healthy_wait_timeout) seconds; it fails,
+        naming the task and its containers' health, when the wait runs out, when the task turns C(UNHEALTHY) or
+        when it is not C(RUNNING). A task with no essential container with a health check is refused.
     type: str
-    choices: [running, stopped, absent]
+    choices: [running, healthy, stopped, absent]
     default: running
+  healthy_wait_timeout:
+    description:
+      - With O(state=healthy), how many seconds the converge waits at most for the task to become C(HEALTHY).
+      - V(300) when not given.
+    type: int
   stop_reason:
     description: The reason recorded when this converge stops the task; C(Task stopped) when not given. At most 255 characters, as ECS's StopTask takes.
     type: str
@@ -322,6 +331,9 @@ options:
       - The first stop of a streak runs again at once, in the same pass. After that, a new run waits for the
         hold of the task's streak of stops (30 s before the second run, then 60, 120, 240, 480, then 600 s). A
         run that lasted 600 s or more before it stopped starts a new streak.
+      - A container's O(containers[].restart_policy) joins it, so that the task runs again after that container's
+        exit (unless its code is ignored), whatever O(restart) says.
+      - A task stopped by its health checks (C(Task failed container health checks)) counts as a failure.
     type: str
     choices: [never, on-failure, always]
     default: never
@@ -729,6 +741,13 @@ task:
       description: The task network of an awsvpc task, in the shape M(drover.fleet.task_netns) returns it.
       type: dict
       returned: for awsvpc tasks that run
+    health_status:
+      description:
+        - C(HEALTHY) when every essential container declared with a health check passes it, C(UNHEALTHY) when one
+          of them fails it, C(UNKNOWN) otherwise (no such container, a check still starting, a task not running).
+        - An essential container that turns unhealthy stops the task (C(Task failed container health checks)).
+      type: str
+      sample: HEALTHY
     containers:
       description: The containers of the current or last run.
       type: list
@@ -753,6 +772,12 @@ task:
           description: The GPU UUIDs pinned to the container.
           type: list
           elements: str
+        health_status:
+          description:
+            - C(HEALTHY) or C(UNHEALTHY) as the engine last ran its declared O(containers[].health_check);
+              C(UNKNOWN) while it starts, when the container is not running, or without a declared check (an image's
+              own C(HEALTHCHECK) does not count).
+          type: str
 tasks:
   description: Every task declared (and purged), in the shape of RV(task).
   returned: when O(tasks) is given
@@ -762,6 +787,8 @@ events:
   description:
     - One event per state change, for the C(drover.fleet.events) callback.
     - C(task.running); C(task.stopped) with C(reason); C(task.held) with C(until) and C(streak).
+    - C(task.healthy) when the task's RV(task.health_status) turns C(HEALTHY); C(task.unhealthy), with the
+      C(containers) that failed their check, when it turns C(UNHEALTHY) (before the C(task.stopped) it causes).
   returned: always
   type: list
   elements: dict

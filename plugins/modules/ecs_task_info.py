@@ -66,9 +66,10 @@ tasks:
       restart: never
       streak: 0
       held_until: null
+      health_status: UNKNOWN
       containers:
         - {name: main, image: 'drover.local/busybox:1', runtime_id: 3f2c..., last_status: RUNNING,
-           exit_code: null, gpu_ids: []}
+           exit_code: null, gpu_ids: [], health_status: UNKNOWN}
 '''
 
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs

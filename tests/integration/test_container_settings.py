@@ -29,7 +29,7 @@ TERMINATES = ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']
 # Covered elsewhere (tests/integration/test_ecs_task.py, test_ecs_task_gpu.py, test_ecs_task_order.py,
 # test_registry_pull.py): the container's identity, whether the task stops with it, its GPUs, the order it starts
 # in, the credentials its image is pulled with.
-ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on', 'repository_credentials',
+ELSEWHERE = ('name', 'image', 'essential', 'gpu', 'depends_on', 'repository_credentials', 'restart_policy',
              'secrets', 'environment_files',    # test_ecs_task_secrets.py (read from moto when the task starts)
              'firelens_configuration')          # test_ecs_task_firelens.py (a router, and what logs to it)
 

@@ -246,8 +246,8 @@ def test_container_name_of_another_task_is_refused(engine, cluster, converge, mo
         {'name': 'a', 'image': IMAGE, 'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:us-east-1:1:parameter/a'}]}]}),
      ('containerDefinitions[0].secrets[0].valueFrom', 'no 12-digit AWS account ID')),
     (dict(name='x', task_definition={'family': 'x', 'containerDefinitions': [
-        {'name': 'a', 'image': IMAGE, 'restartPolicy': {'enabled': True}}]}),
-     ('containerDefinitions[0].restartPolicy', 'not supported yet')),
+        {'name': 'a', 'image': IMAGE, 'credentialSpecs': ['credentialspec:x']}]}),
+     ('containerDefinitions[0].credentialSpecs', 'Windows containers')),
     (dict(name='x', containers=[container('a', memory=2)]), ('memory', 'at least 6')),
     (dict(name='x', containers=[container('a', command='sleep 60')]), ('command', 'list')),
     (dict(name='x', purge=True, containers=[container('a')]), ('purge',)),

@@ -159,6 +159,18 @@ def test_reconcile_reports_a_killed_task_stopped(engine, cluster, tmp_path, conv
     assert '%s/sleeper: STOPPED (container main exited (137))' % cluster in out
 
 
+def test_a_task_declared_healthy_is_waited_for_and_reported(engine, cluster, tmp_path, converge_vars):
+    check = {'command': ['CMD-SHELL', 'test -e /tmp/ok'], 'interval': 5, 'timeout': 2, 'retries': 1}
+    extra = dict(converge_vars, drover_tasks_healthy_wait_timeout=20, drover_tasks=[{
+        'name': 'checked', 'state': 'healthy', 'containers': [
+            {'name': 'main', 'image': IMAGE, 'command': ['sh', '-c', 'touch /tmp/ok; exec sleep 3600'],
+             'health_check': check}]}])
+    rc, out = playbook('drover.fleet.converge', tmp_path, extra)
+    assert rc == 0, out[-4000:]
+    assert '%s/checked: RUNNING, HEALTHY' % cluster in out, out[-4000:]
+    assert engine.api.inspect_container('checked-main')['State']['Health']['Status'] == 'healthy'
+
+
 def runners(engine, pool_name):
     return dict((c.name, c.status) for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}))
 

@@ -239,3 +239,18 @@ def test_task_running_stopped_absent_in_four_steps(engine, minion, cluster, stor
         assert [r['result'] for r in rets[2:]] == [True, True], (function, rets)
         assert [r['changes'] for r in rets[2:]] == [{}, {}], (function, rets)
         assert containers() == after and recorded() == record, function
+
+
+def test_task_healthy_waits_for_its_health_check(engine, minion, cluster, store_path):
+    """drover_task.healthy: the task runs, and the state returns once it is HEALTHY (its declared check passed)."""
+    with open(minion.sls_path('healthy'), 'w') as f:
+        f.write('checked:\n  drover_task.healthy:\n    - cluster: %s\n    - store_path: %s\n    - healthy_wait_timeout: 20\n'
+                '    - containers:\n      - name: main\n        image: %s\n'
+                '        command: [sh, -c, "touch /tmp/ok; exec sleep 3600"]\n'
+                '        health_check: {command: [CMD-SHELL, "test -e /tmp/ok"], interval: 5, timeout: 2, retries: 1}\n'
+                % (cluster, store_path, IMAGE))
+    ret = list(minion.call('state.apply', 'drover_test.healthy').values())[0]
+    assert ret['result'] is True and ret['changes'], ret
+    assert engine.api.inspect_container('checked-main')['State']['Health']['Status'] == 'healthy'
+    info = minion.call('drover.tasks', 'cluster=%s' % cluster, 'store_path=%s' % store_path)
+    assert [(t['name'], t['last_status'], t['health_status']) for t in info['tasks']] == [('checked', 'RUNNING', 'HEALTHY')]

@@ -371,6 +371,29 @@ def test_recap_counts_tasks_slots_and_held_pools(make_plugin):
     assert display.warnings == []
 
 
+def test_recap_counts_unhealthy_tasks(make_plugin):
+    plugin, display = make_plugin()
+    plugin.clock = lambda: NOW
+    sick = dict(task_view('db', 'STOPPED', '2030-03-17T17:50:00Z'), health_status='UNHEALTHY')
+    plugin.v2_runner_on_ok(task_result('web1', {'tasks': [
+        dict(task_view('web', 'RUNNING'), health_status='HEALTHY'), sick, dict(task_view('x', 'RUNNING'),
+                                                                               health_status='UNHEALTHY')],
+        'events': [task_event('task.unhealthy', task='db', containers=['pg']),
+                   task_event('task.stopped', task='db', reason='Task failed container health checks')]}))
+    # a later view of x that is no longer unhealthy replaces the earlier one
+    plugin.v2_runner_on_ok(task_result('web1', {'task': dict(task_view('x', 'RUNNING'), health_status='UNKNOWN'),
+                                                'events': []}))
+    plugin.v2_runner_on_ok(task_result('web2', {'tasks': [dict(task_view('a', 'RUNNING'), health_status='HEALTHY')],
+                                                'events': []}))
+    plugin.v2_playbook_on_stats(None)
+    lines = display.lines
+    web1 = [line for line in lines if line.startswith('web1 ')]
+    web2 = [line for line in lines if line.startswith('web2 ')]
+    assert 'tasks running=2 stopped=0 held=1 unhealthy=1' in web1[0]
+    assert 'unhealthy' not in web2[0]
+    assert '    task prod/db stopped: Task failed container health checks, held back' in lines
+
+
 def test_recap_says_what_ended_and_what_became_of_it(make_plugin):
     plugin, display = make_plugin()
     plugin.clock = lambda: NOW

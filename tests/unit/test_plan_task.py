@@ -253,3 +253,231 @@ def test_a_cut_short_start_goes_on_from_where_it_was_cut():
     # A container of the cut-short run already stopped: the run is cleared and started again.
     plan = run(d, [obs(d, 'main', 'exited', 1), obs(d, 'side')], pending, T0 + 5)
     assert plan.start and plan.resume == [] and [o['id'] for o in plan.remove] == ['id-main', 'id-side']
+
+
+# --- health -------------------------------------------------------------------------------------
+
+CHECK = {'command': ['CMD-SHELL', 'test -e /tmp/ok'], 'interval': 5, 'timeout': 2, 'retries': 1}
+
+
+def health_decl(restart='never', side_check=True, state='running'):
+    return spec.task({'name': 'web', 'restart': restart, 'state': state, 'containers': [
+        {'name': 'main', 'image': IMG, 'health_check': CHECK},
+        dict({'name': 'side', 'image': IMG, 'essential': False}, **({'health_check': CHECK} if side_check else {}))]})
+
+
+def hobs(d, name, health, state='running', declared=True):
+    o = obs(d, name, state)
+    o['health'] = health
+    if declared:
+        o['labels']['drover.health-check'] = 'true'
+    return o
+
+
+def running_record(d, plan, views):
+    return dict(settle(d, plan, T0), containers=views)
+
+
+def test_container_health_counts_only_a_declared_check():
+    d = health_decl()
+    assert p.container_health(hobs(d, 'main', 'healthy')) == p.HEALTHY
+    assert p.container_health(hobs(d, 'main', 'unhealthy')) == p.UNHEALTHY
+    assert p.container_health(hobs(d, 'main', 'starting')) == p.UNKNOWN
+    assert p.container_health(hobs(d, 'main', None)) == p.UNKNOWN
+    # the image's own HEALTHCHECK (no drover.health-check label) is not a task health check
+    assert p.container_health(hobs(d, 'main', 'unhealthy', declared=False)) == p.UNKNOWN
+    # a container that is not running has no health to report
+    assert p.container_health(hobs(d, 'main', 'healthy', state='exited')) == p.UNKNOWN
+
+
+def test_task_health_is_made_of_its_essential_checked_containers():
+    d = health_decl()
+    assert p.checked(d) == {'main'}                 # side has a check, but is not essential
+    assert p.checked(decl()) == set()
+
+    def views(main, side):
+        return [{'name': 'main', 'health_status': main}, {'name': 'side', 'health_status': side}]
+
+    assert p.task_health(views('HEALTHY', 'UNHEALTHY'), {'main'}) == p.HEALTHY
+    assert p.task_health(views('UNHEALTHY', 'HEALTHY'), {'main'}) == p.UNHEALTHY
+    assert p.task_health(views('UNKNOWN', 'HEALTHY'), {'main'}) == p.UNKNOWN
+    assert p.task_health(views('HEALTHY', 'HEALTHY'), set()) == p.UNKNOWN    # no check: never HEALTHY
+    assert p.task_health(views('HEALTHY', 'UNKNOWN'), {'main', 'side'}) == p.UNKNOWN
+    assert p.task_health([], {'main'}) == p.UNKNOWN
+    assert p.task_health([{'name': 'main'}], {'main'}) == p.UNKNOWN        # a record from before health
+
+
+def test_healthy_turn_is_one_event_and_a_record_write_not_a_change():
+    d = health_decl()
+    first = run(d, [], None)
+    stored = running_record(d, first, [p.declared_view(c, 'RUNNING') for c in d.containers])
+    starting = run(d, [hobs(d, 'main', 'starting'), hobs(d, 'side', 'starting')], stored, T0 + 2)
+    assert not starting.events and not starting.changed
+    healthy = run(d, [hobs(d, 'main', 'healthy'), hobs(d, 'side', 'unhealthy')], starting.record, T0 + 6)
+    assert [e['event'] for e in healthy.events] == ['task.healthy'] and healthy.write and not healthy.changed
+    assert not healthy.remove and not healthy.start
+    assert [c['health_status'] for c in healthy.record['containers']] == ['HEALTHY', 'UNHEALTHY']
+    # the store knows the task was HEALTHY already: no second event
+    again = run(d, [hobs(d, 'main', 'healthy'), hobs(d, 'side', 'unhealthy')], healthy.record, T0 + 12)
+    assert not again.events and not again.write and not again.changed
+
+
+@pytest.mark.parametrize('restart, starts', [('never', False), ('on-failure', True), ('always', True)])
+def test_an_unhealthy_essential_container_stops_the_task(restart, starts):
+    d = health_decl(restart)
+    first = run(d, [], None)
+    stored = running_record(d, first, [dict(p.declared_view(c, 'RUNNING'), health_status='HEALTHY')
+                                       for c in d.containers])
+    observed = [hobs(d, 'main', 'unhealthy'), hobs(d, 'side', 'healthy')]
+    plan = run(d, observed, stored, T0 + 60)
+    assert plan.changed and plan.remove == observed and plan.start == starts
+    kinds = [e['event'] for e in plan.events]
+    assert kinds == ['task.unhealthy', 'task.stopped']   # the applier reports the new run's task.running
+    assert plan.events[0]['containers'] == ['main']
+    assert plan.events[1]['reason'] == p.HEALTH_FAILED == 'Task failed container health checks'
+    if starts:
+        assert plan.record['last_status'] == 'PENDING'      # the first stop of a streak runs again at once
+    else:
+        assert plan.record['last_status'] == 'STOPPED' and plan.record['stopped_reason'] == p.HEALTH_FAILED
+        assert p.task_health(plan.record['containers'], p.checked(d)) == p.UNHEALTHY
+
+
+def test_unhealthy_again_is_held_back_by_the_backoff():
+    d = health_decl('on-failure')
+    first = run(d, [], None)
+    stored = dict(running_record(d, first, [p.declared_view(c, 'RUNNING') for c in d.containers]), streak=1)
+    plan = run(d, [hobs(d, 'main', 'unhealthy'), hobs(d, 'side', 'starting')], stored, T0 + 10)
+    assert [e['event'] for e in plan.events] == ['task.unhealthy', 'task.stopped', 'task.held']
+    assert not plan.start and plan.record['hold_until'] == T0 + 10 + p.BACKOFF_BASE
+    held = run(d, [], plan.record, T0 + 20)
+    assert not held.start
+    after = run(d, [], plan.record, T0 + 10 + p.BACKOFF_BASE)
+    assert after.start and after.record['streak'] == 2
+
+
+def test_unhealthy_container_that_is_not_essential_or_not_declared_stops_nothing():
+    d = health_decl()
+    first = run(d, [], None)
+    stored = running_record(d, first, [p.declared_view(c, 'RUNNING') for c in d.containers])
+    plan = run(d, [hobs(d, 'main', 'healthy'), hobs(d, 'side', 'unhealthy')], stored, T0 + 5)
+    assert not plan.remove and plan.record['last_status'] == 'RUNNING'
+    plain = decl()
+    stored = running_record(plain, run(plain, [], None), [])
+    image_check = [hobs(plain, 'main', 'unhealthy', declared=False), hobs(plain, 'side', None, declared=False)]
+    plan = run(plain, image_check, stored, T0 + 5)
+    assert not plan.remove and not plan.events and plan.record['containers'][0]['health_status'] == 'UNKNOWN'
+
+
+def test_an_exit_wins_over_an_unhealthy_container():
+    d = health_decl('never')
+    first = run(d, [], None)
+    stored = running_record(d, first, [p.declared_view(c, 'RUNNING') for c in d.containers])
+    plan = run(d, [hobs(d, 'main', 'unhealthy'), dict(hobs(d, 'side', None, state='exited'), exit_code=3)], stored,
+               T0 + 5)
+    assert plan.record['stopped_reason'] == p.HEALTH_FAILED   # side is not essential: its exit stops nothing
+    d2 = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG, 'health_check': CHECK},
+                                                  {'name': 'side', 'image': IMG, 'health_check': CHECK}]})
+    stored = running_record(d2, run(d2, [], None), [])
+    plan = run(d2, [dict(hobs(d2, 'main', None, state='exited'), exit_code=2), hobs(d2, 'side', 'unhealthy')], stored,
+               T0 + 5)
+    assert plan.record['stopped_reason'] == 'container main exited (2)'
+    assert [e['event'] for e in plan.events] == ['task.unhealthy', 'task.stopped']
+
+
+def test_state_healthy_is_running_that_waits_and_needs_a_check():
+    d = health_decl(state='healthy')
+    assert d.state == 'running' and d.wait_healthy and d.spec_hash == health_decl().spec_hash
+    assert not health_decl().wait_healthy
+    with pytest.raises(spec.SpecError, match=r'state is healthy: task default/web has no essential container with a '
+                                             r'health check'):
+        spec.task({'name': 'web', 'state': 'healthy', 'containers': [
+            {'name': 'main', 'image': IMG},
+            {'name': 'side', 'image': IMG, 'essential': False, 'health_check': CHECK}]})
+
+
+def test_a_check_of_none_is_no_check():
+    d = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG, 'health_check': {'command': ['NONE']}}]})
+    assert not p.has_check(d.containers[0]) and p.checked(d) == set()
+    with pytest.raises(spec.SpecError, match='has no essential container with a health check'):
+        spec.task({'name': 'web', 'state': 'healthy', 'containers': [
+            {'name': 'main', 'image': IMG, 'health_check': {'command': ['NONE']}}]})
+
+
+def test_a_stopped_run_is_unhealthy_only_when_its_checks_stopped_it():
+    views = [{'name': 'main', 'health_status': 'UNHEALTHY'}]
+    assert p.record_health({'last_status': 'STOPPED', 'stopped_reason': p.HEALTH_FAILED, 'containers': []},
+                           set()) == p.UNHEALTHY          # without the declaration too (ecs_task_info of a stopped task)
+    assert p.record_health({'last_status': 'STOPPED', 'stopped_reason': 'container main exited (1)',
+                            'containers': views}, {'main'}) == p.UNKNOWN
+    assert p.record_health({'last_status': 'RUNNING', 'containers': views}, {'main'}) == p.UNHEALTHY
+    assert p.record_health({'last_status': 'PENDING', 'containers': []}, {'main'}) == p.UNKNOWN
+    # a run adopted after a stopped one starts UNKNOWN: its first failure is an event of its own
+    d = health_decl()
+    stopped = {'cluster': d.cluster, 'name': d.name, 'last_status': 'STOPPED', 'desired_status': 'RUNNING',
+               'stopped_reason': p.HEALTH_FAILED, 'containers': views, 'spec_hash': d.spec_hash}
+    plan = run(d, [hobs(d, 'main', 'unhealthy'), hobs(d, 'side', None)], stopped, T0)
+    assert [e['event'] for e in plan.events] == ['task.unhealthy', 'task.stopped']
+
+
+# --- a container's restart policy ------------------------------------------------------------------
+
+def policy_decl(restart='never', **policy):
+    return spec.task({'name': 'web', 'restart': restart, 'containers': [
+        {'name': 'main', 'image': IMG, 'restart_policy': dict({'enabled': True}, **policy)},
+        {'name': 'other', 'image': IMG}]})
+
+
+def exited(d, name, code, stored_started=T0):
+    observed = [obs(d, n, 'exited' if n == name else 'running', code if n == name else None) for n in ('main', 'other')]
+    stored = dict(_running(d), started_at=stored_started)
+    return observed, stored
+
+
+def _running(d):
+    first = run(d, [], None)
+    return dict(settle(d, first, T0), containers=[])
+
+
+def test_container_restart_policy_runs_the_task_again_with_the_backoff():
+    d = policy_decl(ignored_exit_codes=[0, 143])
+    observed, stored = exited(d, 'main', 1)
+    plan = run(d, observed, stored, T0 + 5)
+    assert plan.start and plan.record['streak'] == 1            # restart never, but the container's policy runs it
+    assert plan.record['restart'] == 'never'                    # the task's own policy, as reported
+    assert [e['event'] for e in plan.events] == ['task.stopped']
+    again = dict(plan.record, last_status='RUNNING', started_at=T0 + 5)
+    plan = run(d, exited(d, 'main', 2)[0], again, T0 + 10)     # ran 5 s (< 300): held back
+    assert not plan.start and plan.record['hold_until'] == T0 + 10 + p.BACKOFF_BASE
+    assert [e['event'] for e in plan.events] == ['task.stopped', 'task.held']
+    assert not run(d, [], plan.record, T0 + 20).start
+    later = run(d, [], plan.record, T0 + 10 + p.BACKOFF_BASE)
+    assert later.start and later.record['streak'] == 2
+
+
+def test_container_restart_policy_ignored_codes_and_other_stops_follow_the_task():
+    d = policy_decl(ignored_exit_codes=[0, 143])
+    for code in (0, 143):
+        plan = run(d, *exited(d, 'main', code), now=T0 + 5)
+        assert not plan.start and plan.record['last_status'] == 'STOPPED' and plan.record['hold_until'] is None
+    plan = run(d, *exited(d, 'other', 1), now=T0 + 5)
+    assert not plan.start                                         # another container's exit: restart never decides
+    on_failure = policy_decl('on-failure', ignored_exit_codes=[3])
+    plan = run(on_failure, *exited(on_failure, 'main', 3), now=T0 + 5)
+    assert plan.start                                             # ignored by the container, on-failure restarts
+    disabled = spec.task({'name': 'web', 'containers': [{'name': 'main', 'image': IMG,
+                                                         'restart_policy': {'enabled': False}}]})
+    assert p.container_policy(disabled, 'container main exited (1)') is None
+    assert p.restart_of(d, 'container main exited (unknown)') == ('never', p.STABLE_RUN)
+    assert p.restart_of(d, p.HEALTH_FAILED) == ('never', p.STABLE_RUN)
+
+
+def test_restart_attempt_period_is_the_stable_run():
+    d = policy_decl(restart_attempt_period=60)
+    assert p.restart_of(d, 'container main exited (1)') == ('always', 60)
+    assert p.restart_of(policy_decl(), 'container main exited (1)') == ('always', p.RESTART_ATTEMPT_PERIOD)
+    observed, stored = exited(d, 'main', 1)
+    stored = dict(stored, streak=3)
+    plan = run(d, observed, stored, T0 + 61)                       # ran 61 s >= 60: a new streak, at once
+    assert plan.start and plan.record['streak'] == 1
+    plan = run(d, observed, stored, T0 + 59)                       # ran 59 s: the streak goes on, held back
+    assert not plan.start and plan.record['streak'] == 4 and plan.record['hold_until'] == T0 + 59 + p.backoff(3)

@@ -145,13 +145,10 @@ def test_task_definition_refuses_what_it_cannot_do(td, words):
     refused({'task_definition': td}, *words)
 
 
-@pytest.mark.parametrize('container', [
-    {'restartPolicy': {'enabled': True}},
-])
-def test_a_field_of_a_later_release_is_named_before_what_the_task_level_asks(container):
+def test_a_container_field_refused_here_is_named_before_what_the_task_level_asks():
     td = dict(TD, proxyConfiguration={'containerName': 'envoy'},
-              containerDefinitions=[dict(TD['containerDefinitions'][0], **container)])
-    refused({'task_definition': td}, 'task_definition.containerDefinitions[0].', 'not supported yet')
+              containerDefinitions=[dict(TD['containerDefinitions'][0], credentialSpecs=['credentialspec:x'])])
+    refused({'task_definition': td}, 'task_definition.containerDefinitions[0].credentialSpecs', 'Windows')
 
 
 @pytest.mark.parametrize('key,field', [('taskRoleArn', 'task_definition.taskRoleArn'),
@@ -340,3 +337,25 @@ def test_a_task_role_is_an_arn_or_a_role_name(role, ok):
         assert spec.task_set({'task_definition': td})[0][0].task_role_arn == role
     else:
         refused({'task_definition': td}, 'task_definition.taskRoleArn', 'role name')
+
+
+def test_restart_policy_is_checked_naming_the_field():
+    box = {'name': 'main', 'image': 'drover.local/busybox:1'}
+    ok = spec.task_set({'name': 'web', 'containers': [dict(box, restart_policy={
+        'enabled': True, 'ignored_exit_codes': [0, '143'], 'restart_attempt_period': 60})]})[0][0]
+    assert dict(ok.containers[0].restart_policy) == {'enabled': True, 'ignored_exit_codes': (0, 143),
+                                                     'restart_attempt_period': 60}
+    refused({'name': 'web', 'containers': [dict(box, restart_policy={'enabled': True, 'restart_attempt_period': 59})]},
+            'containers[0].restart_policy.restart_attempt_period must be from 60 to 1800, got 59')
+    refused({'name': 'web', 'containers': [dict(box, restart_policy={'enabled': True, 'ignored_exit_codes': ['x']})]},
+            'containers[0].restart_policy.ignored_exit_codes[0] must be a whole number')
+    refused({'name': 'web', 'containers': [dict(box, restart_policy={'enabled': True,
+                                                                     'ignored_exit_codes': list(range(51))})]},
+            'containers[0].restart_policy.ignored_exit_codes has 51 codes: at most 50')
+    refused({'name': 'web', 'containers': [box, dict(box, name='side', essential=False,
+                                                     restart_policy={'enabled': True})]},
+            'containers[1].restart_policy: container side is not essential')
+    td = {'family': 'web', 'containerDefinitions': [dict(box, restartPolicy={'enabled': True,
+                                                                             'restartAttemptPeriod': 2000})]}
+    refused({'task_definition': td},
+            'task_definition.containerDefinitions[0].restartPolicy.restartAttemptPeriod must be from 60 to 1800')

@@ -9,7 +9,7 @@
 
 The options are exactly those of the Ansible module drover.fleet.ecs_task (with its defaults); the state ID is
 the task's name, unless `tasks` is given (then the ID only names the state). The state function gives the
-task's `state`: running, stopped or absent. docs/salt.md has the rest.
+task's `state`: running, healthy, stopped or absent. docs/salt.md has the rest.
 """
 
 from saltext.drover import core
@@ -58,6 +58,11 @@ def _named(task):
 def running(name, **kwargs):
     """The task (or each of `tasks`) runs as declared."""
     return _converge(name, 'running', kwargs)
+
+
+def healthy(name, **kwargs):
+    """The task runs as declared and is HEALTHY: waits for it, at most `healthy_wait_timeout` seconds."""
+    return _converge(name, 'healthy', kwargs)
 
 
 def stopped(name, **kwargs):
