@@ -651,8 +651,8 @@ options:
             description:
             - 'Driver options whose values are read from AWS when the task starts (ECS''s C(secretOptions)): the option''s
               name -> an SSM parameter or a Secrets Manager secret, as O(containers[].secrets[].value_from) is; the value
-              goes only into this container''s log configuration. Not with V(awsfirelens), whose options are written into
-              the router''s configuration file.'
+              goes only into this container''s log configuration (with V(awsfirelens), into the environment of the task''s
+              log router, whose configuration names it as C(${VARIABLE})).'
             - ECS C(secretOptions).
             type: dict
 '''

@@ -44,6 +44,17 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFail
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
+# The key of _read_from_aws's answer that lists the values it read (no container is named so: names are checked).
+READ_VALUES = ' values'
+
+
+def scrub(text, fetched):
+    """`text` with every value the run read from AWS put out of sight (the engine's errors may quote an option's
+    or a variable's value)."""
+    for value in (fetched or {}).get(READ_VALUES) or ():
+        if len(value) >= 4:          # a shorter value would hide words, not a secret
+            text = text.replace(value, '********')
+    return text
 # How long state healthy waits for a task to become HEALTHY, by default (seconds; as docker_container's).
 HEALTHY_WAIT = 300
 
@@ -237,6 +248,9 @@ class Pass:
         router_files = os.path.isdir(self._firelens_dir(decl))
         if router_files and not self.check_mode:
             shutil.rmtree(self._firelens_dir(decl), ignore_errors=True)
+            if os.path.exists(self._firelens_dir(decl)):
+                self.warnings.append('task %s/%s: its log router\'s files in %s could not all be removed'
+                                     % (decl.cluster, decl.name, self._firelens_dir(decl)))
         if not self.check_mode:
             for name in names:
                 self.engine.volume_remove(name)
@@ -463,6 +477,9 @@ class Pass:
             # Read before anything of the run is made, so that a secret that cannot be read leaves nothing behind.
             fetched = self._read_from_aws(decl, skip=kept)
         except aws.AwsError as exc:
+            if kept:
+                # A cut-short start taken up: what it made goes, as on any failed start.
+                self._end_failed_start([o['id'] for o in kept.values()], decl)
             return self._failed_views(decl), plan_mod.reason_secrets(exc), None, False
         if decl.task_role_arn:
             carried = [o['labels'].get('drover.cred-id') for o in kept.values() if o['labels'].get('drover.cred-id')]
@@ -546,13 +563,8 @@ class Pass:
                           'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ())),
                           'health_status': health})
         if reason is not None:
-            for cid in reversed(made):
-                self.engine.remove(cid)
-            self.ledger.release(self.gpu_task(decl))
-            self.store.delete_credentials(decl.cluster, decl.name)
-            self._teardown_level(decl)
-            self._teardown_network(decl)
-            return self._failed_views(decl), reason, None, False
+            self._end_failed_start(made, decl)
+            return self._failed_views(decl), scrub(reason, fetched), None, False
         declared = [c.name for c in decl.containers]
         if cut:
             views.extend(plan_mod.declared_view(c, plan_mod.PENDING) for c in decl.containers if c.name not in started)
@@ -587,13 +599,25 @@ class Pass:
         if record is not None:
             self._put(dict(record, containers=views), self.clock())
 
+    def _end_failed_start(self, made, decl):
+        """A start that failed: what it made goes (last made first), with its GPUs, credentials, level and network."""
+        for cid in reversed(made):
+            self.engine.remove(cid)
+        self.ledger.release(self.gpu_task(decl))
+        self.store.delete_credentials(decl.cluster, decl.name)
+        self._teardown_level(decl)
+        self._teardown_network(decl)
+
     def _read_from_aws(self, decl, skip=()):
         """What each container of the run reads from AWS, read once for the run as the task's execution role:
         {container: {'env': its environment (its environment files, then its declared environment, then its
         secrets: each wins over the one before), 'log': its log driver's secret options}}. `skip`: containers
         made already. Raises aws.AwsError (naming what could not be read, never a value)."""
+        router = firelens.router(decl.containers)
+        routed = [c for c in decl.containers if firelens.logs_to_router(c) and self._log_secrets(c)]
         wanted = [c for c in decl.containers
-                  if c.name not in skip and (c.secrets or c.environment_files or self._log_secrets(c))]
+                  if c.name not in skip and (c.secrets or c.environment_files or self._log_secrets(c)
+                                             or (c is router and routed))]
         if not wanted:
             return {}
         reader = aws.Reader(decl.execution_role_arn, self.aws.get('region'), self.aws.get('endpoint_url'),
@@ -612,7 +636,13 @@ class Pass:
                     env.setdefault(name, value)          # the first file that has a variable gives it
             env.update(c.environment)
             env.update((dict(item)['name'], values[dict(item)['value_from']]) for item in c.secrets or ())
-            out[c.name] = {'env': env, 'log': dict((name, values[v]) for name, v in self._log_secrets(c))}
+            if c is router:
+                env.update(firelens.secret_env(routed, values))     # the router's file names them, as ${VARIABLE}
+            log = {} if firelens.logs_to_router(c) else dict((name, values[v]) for name, v in self._log_secrets(c))
+            out[c.name] = {'env': env, 'log': log}
+        # Every value read (a file's too): kept out of a stopped reason, where the engine's error may quote one.
+        out[READ_VALUES] = sorted(set(values.values()) | set(v for pairs in files.values() for _n, v in pairs),
+                                  key=len, reverse=True)
         return out
 
     @staticmethod

@@ -119,7 +119,7 @@ def registry_credentials(secret_id, role_arn=None, region=None, endpoint_url=Non
             raise ValueError()
     except (ValueError, KeyError, TypeError):
         raise AwsError('Secrets Manager: the repository credentials %s are not a JSON object with a username and a '
-                       'password (strings)' % secret_id)
+                       'password (strings)' % secret_id) from None     # the decoding error holds the secret
     return username, password
 
 
@@ -128,7 +128,7 @@ def registry_credentials(secret_id, role_arn=None, region=None, endpoint_url=Non
 SSM_BATCH = 10                  # names in one GetParameters call (AWS's limit)
 MAX_ENV_FILE_BYTES = 1024 * 1024
 ARN_RE = re.compile(r'^arn:(aws[a-z-]*):([a-z0-9-]+):([a-z0-9-]*):(\d{12}|):(.+)\Z')
-REGION_RE = re.compile(r'^[a-z]{2}(-[a-z]+)+-\d+\Z')
+REGION_RE = re.compile(r'^[a-z]{2,4}(-[a-z]+)+-\d+\Z')
 S3_ARN_RE = re.compile(r'^arn:aws[a-z-]*:s3:::([^/]+)/(.+)\Z')
 ENV_NAME_RE = re.compile(r'^[^=\0]+\Z')
 
@@ -169,24 +169,31 @@ def s3_object(arn):
 
 
 def _ssm_key(name):
-    """A parameter as GetParameters names it, whether asked by name or by ARN: '/path' (no version selector)."""
+    """A parameter as GetParameters names it, whether asked by name or by ARN: '/path'."""
     if name.startswith('arn:'):
         name = name.split(':parameter', 1)[1]
-    return '/' + name.split(':')[0].lstrip('/')
+    return '/' + name.lstrip('/')
 
 
-def parse_env_file(text, where):
-    """The variables of an environment file, in ECS's format: VARIABLE=VALUE lines, `#` comments and blank lines
-    ignored, the value taken as it is (no quotes removed). Returns (name, value) pairs in the file's order."""
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith('#'):
+def _selector(name):
+    """Whether an SSM name (or ARN) asks for a version or a label (`name:3`, `name:prod`)."""
+    return ':' in (name.split(':parameter', 1)[1] if name.startswith('arn:') else name)
+
+
+def parse_env_file(text):
+    """The variables of an environment file, read as ECS's agent reads one: each line trimmed of white space;
+    a line that starts with `#`, has no `=`, or has nothing on one side of its first `=` is skipped; the rest of
+    the line after the first `=` is the value (quotes kept); a variable given twice takes its last value.
+    Returns (name, value) pairs in the order the names first appear."""
+    out = {}
+    for line in text.split('\n'):
+        line = line.strip(' \t\r\n\v\f')
+        if line.startswith('#') or '=' not in line:
             continue
-        name, sep, value = line.partition('=')
-        if not sep or not ENV_NAME_RE.match(name) or name != name.strip():
-            raise AwsError('%s: line %d is not VARIABLE=VALUE' % (where, number))
-        out.append((name, value))
-    return out
+        name, _sep, value = line.partition('=')
+        if name and value and ENV_NAME_RE.match(name):
+            out[name] = value
+    return list(out.items())
 
 
 class Reader:
@@ -226,7 +233,12 @@ class Reader:
             else:
                 manager.setdefault(source[1:3] + source[4:], []).append((value_from, source[3]))
         for region, names in sorted(ssm.items()):
-            out.update(self._parameters(region, sorted(set(names))))
+            names = sorted(set(names))
+            # A name with a version or a label is asked alone: the answer names a parameter, not its selector.
+            out.update(self._parameters(region, [n for n in names if not _selector(n)]))
+            for name in names:
+                if _selector(name):
+                    out.update(self._parameters(region, [name]))
         for (region, arn, stage, version), wanted in sorted(manager.items(), key=lambda i: str(i[0])):
             text = self._secret_string(region, arn, stage, version)
             for value_from, key in wanted:
@@ -235,6 +247,8 @@ class Reader:
 
     def _parameters(self, region, names):
         out = {}
+        if not names:
+            return out
         client = self.client('ssm', region)
         for start in range(0, len(names), SSM_BATCH):
             batch = names[start:start + SSM_BATCH]
@@ -251,9 +265,12 @@ class Reader:
                 if param.get('ARN'):
                     found[_ssm_key(param['ARN'])] = param.get('Value')
             for name in batch:
-                if found.get(_ssm_key(name)) is None:
+                value = found.get(_ssm_key(name))
+                if value is None and len(batch) == 1 and len(answer.get('Parameters') or ()) == 1:
+                    value = answer['Parameters'][0].get('Value')      # asked alone, with a selector
+                if value is None:
                     raise AwsError('SSM: the parameter %s was not in the answer (as %s)' % (name, self._as()))
-                out[name] = found[_ssm_key(name)]
+                out[name] = value
         return out
 
     def _secret_string(self, region, arn, stage, version):
@@ -284,15 +301,17 @@ class Reader:
         try:
             text = data.decode('utf-8')
         except UnicodeDecodeError:
-            raise AwsError('S3: the environment file %s is not UTF-8 text' % arn)
-        return parse_env_file(text, 'the environment file %s' % arn)
+            raise AwsError('S3: the environment file %s is not UTF-8 text' % arn) from None    # its bytes stay out
+        return parse_env_file(text)
 
 
 def _json_key(text, key, arn):
     try:
         value = json.loads(text)
     except ValueError:
-        raise AwsError('Secrets Manager: the secret %s is not a JSON object, so its key %s cannot be read' % (arn, key))
+        # from None: the decoding error holds the secret's text
+        raise AwsError('Secrets Manager: the secret %s is not a JSON object, so its key %s cannot be read'
+                       % (arn, key)) from None
     if not isinstance(value, dict) or key not in value:
         raise AwsError('Secrets Manager: the secret %s has no JSON key %s' % (arn, key))
     value = value[key]

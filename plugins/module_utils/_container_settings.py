@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import posixpath
 import re
 
 from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
@@ -52,6 +53,10 @@ ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 # The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
+# Log options a declaration may not give as secret options: the collection checks them, or sets them itself.
+VISIBLE_LOG_OPTIONS = ('fluentd-address', 'tag') + awslogs.OWN
+# Where the collection's own sockets are (a task's log router's): no declared log driver writes there.
+OWN_SOCKETS = ('/run/drover/', '/var/run/drover/')
 # ECS's driver of FireLens: the engine's fluentd driver, writing to the task's log router (_firelens.py).
 FIRELENS_DRIVER = 'awsfirelens'
 # The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
@@ -522,8 +527,8 @@ SETTINGS = (
             U('secret_options', 'secretOptions', 'map', 'Driver options whose values are read from AWS when the task '
               'starts (ECS\'s C(secretOptions)): the option\'s name -> an SSM parameter or a Secrets Manager '
               'secret, as O(containers[].secrets[].value_from) is; the value goes only into this container\'s log '
-              'configuration. Not with V(awsfirelens), whose options are written into the router\'s '
-              'configuration file.')), to='host.log_config'),
+              'configuration (with V(awsfirelens), into the environment of the task\'s log router, whose '
+              'configuration names it as C(${VARIABLE})).')), to='host.log_config'),
 )
 BY_OPTION = collections.OrderedDict((s.option, s) for s in SETTINGS)
 OPTIONS = tuple(BY_OPTION)
@@ -718,11 +723,11 @@ def _rules(c, at, network_mode, host):
     log = dict(c.log_configuration or ())
     for name, value_from in log.get('secret_options') or ():
         where = at('log_configuration', 'secret_options') + '.' + name
-        if log['log_driver'] == FIRELENS_DRIVER:
-            raise SpecError('%s: the options of %s are written into the log router\'s configuration file, which is '
-                            'no place for a secret' % (where, FIRELENS_DRIVER))
         if name in dict(log.get('options') or ()):
             raise SpecError('%s: %s is also in %s' % (where, name, at('log_configuration', 'options')))
+        if name in VISIBLE_LOG_OPTIONS:
+            raise SpecError('%s: %s is no secret: the collection checks it (or sets it itself), so it is given in %s '
+                            'or not at all' % (where, name, at('log_configuration', 'options')))
         try:
             secret_source(value_from)
         except ValueError as exc:
@@ -787,6 +792,12 @@ def _log_policy(c, at, host):
     if driver not in allowed:
         raise SpecError('%s %r is not allowed on this host (allowed: %s)'
                         % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+    address = dict(config.get('options') or ()).get('fluentd-address') or ''
+    if driver == 'fluentd' and address.startswith('unix://') and \
+            posixpath.normpath('/' + address[len('unix://'):].lstrip('/')).startswith(OWN_SOCKETS):
+        raise SpecError('%s %s is a socket of the collection\'s own (a task\'s log router): a container logs to its '
+                        'own task\'s router with awsfirelens' % (at('log_configuration', 'options') + '.fluentd-address',
+                                                                  address))
     if driver == awslogs.DRIVER:
         awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
@@ -1063,6 +1074,21 @@ def check_references(containers, field, network_mode, volume_names, ecs=False):
                 if other not in seen:
                     seen.add(other)
                     todo.append((other, path + [other], kinds + (option,)))
+
+
+def check_reads_as_role(containers, execution_role_arn, names, role_field):
+    """What a container reads from AWS when its task starts (secrets, environment files, log secret options) is
+    read as the task's execution role: a task without one is refused, as ECS refuses it."""
+    if execution_role_arn:
+        return
+    for i, c in enumerate(containers):
+        for option, member in (('secrets', None), ('environment_files', None), ('log_configuration', 'secret_options')):
+            value = getattr(c, option)
+            if member is not None:
+                value = dict(value or ()).get(member)
+            if value:
+                raise SpecError('%s: the task has no %s, and what a container reads from AWS when it starts is read as '
+                                'the task\'s execution role (as ECS requires)' % (names(i, option, member), role_field))
 
 
 def namer_of(field, ecs):

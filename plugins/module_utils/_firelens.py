@@ -82,7 +82,7 @@ def check(containers, field, names):
             raise SpecError('%s must be file, got %r' % (names(i, 'firelens_configuration', 'options.config-file-type'),
                                                          kind))
         value = options.get('config-file-value')
-        if kind == 'file' and (not value or not value.startswith('/') or '\n' in value):
+        if kind == 'file' and (not value or not value.startswith('/') or '\n' in value or '\r' in value):
             raise SpecError('%s must be an absolute path in the router\'s image, got %r'
                             % (names(i, 'firelens_configuration', 'options.config-file-value'), value))
         if options.get('enable-ecs-log-metadata') not in (None, 'true', 'false'):
@@ -94,6 +94,10 @@ def check(containers, field, names):
         if options and not (options.get('Name') or options.get('name')):
             raise SpecError('%s needs Name, the Fluent Bit output plugin the router sends this container\'s logs to '
                             '(cloudwatch_logs, firehose, es...)' % names(i, 'log_configuration', 'options'))
+        given = sorted(k for k in options if k.lower() in ('name', 'match'))
+        if len(given) > 1 or [k for k in given if k.lower() == 'match']:
+            raise SpecError('%s: %s: an output has one Name, and the collection writes its Match (this container\'s '
+                            'records)' % (names(i, 'log_configuration', 'options'), ', '.join(given)))
         for key, value in options.items():
             if not KEY_RE.match(key) or '\n' in value or '\r' in value:
                 raise SpecError('%s.%s: a Fluent Bit output option is a name of letters, digits, _ . - and a value '
@@ -124,9 +128,24 @@ def config_text(cluster, task, containers):
             continue                 # no output of its own: the user's file routes its records
         name = out.pop('Name', None) or out.pop('name')
         lines += ['[OUTPUT]', '    Name %s' % name, '    Match %s-firelens*' % c.name]
+        out.update((key, '${%s}' % secret_variable(c, key))
+                   for key, _source in dict(c.log_configuration).get('secret_options') or ())
         lines += ['    %s %s' % (key, value) for key, value in sorted(out.items())]
         lines.append('')
     return '\n'.join(lines)
+
+
+def secret_variable(c, key):
+    """The router's environment variable that holds a secret option of a container that logs to it (ECS's
+    secretOptions with awsfirelens): the configuration names it, never the value."""
+    return 'DROVER_FIRELENS_%s' % re.sub(r'[^A-Z0-9]', '_', ('%s_%s' % (c.name, key)).upper())
+
+
+def secret_env(containers, values):
+    """The router's variables for the secret options of the containers that log to it: `values` maps each
+    source (value_from) to what was read."""
+    return dict((secret_variable(c, key), values[source]) for c in containers if logs_to_router(c)
+                for key, source in dict(c.log_configuration).get('secret_options') or ())
 
 
 def directory(store_path, cluster, task):

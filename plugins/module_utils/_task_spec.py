@@ -280,6 +280,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         firelens.check(containers, containers_field, settings.namer_of(containers_field,
                                                                        raw.get('task_definition') is not None))
         _check_sizes(containers, containers_field, level, name, raw.get('task_definition') is not None)
+        settings.check_reads_as_role(containers, execution_role_arn, settings.namer_of(
+            containers_field, raw.get('task_definition') is not None), role_fields['execution_role_arn'])
         if not any(c.essential for c in containers):
             raise SpecError('%s: at least one container must be essential' % containers_field)
     network = None

@@ -7,13 +7,16 @@ and receives the lines the engine's driver sends."""
 
 from __future__ import absolute_import, division, print_function
 
+import json
 import os
 import shutil
+import uuid
 
 import pytest
 
 from fluent_forward import Receiver
 from helpers import container, host_snapshot, statuses, wait_for
+from sweep import register
 
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 
@@ -53,13 +56,16 @@ def started_at(engine, name):
 def test_containers_log_to_the_task_s_router_through_the_engine(engine, cluster, converge, store_path, receiver):
     args = dict(name='logs', containers=[app(), router(), container('plain')])
     check = converge(check=True, **args)
+    path = firelens.directory(store_path, cluster, 'logs')
     assert check['changed'] and statuses(engine, cluster) == {}
+    assert os.listdir(path) == ['socket']            # check mode wrote nothing (the socket is the test's receiver's)
     r = converge(**args)
     assert r['task']['last_status'] == 'RUNNING', r['task']
     # The engine's driver delivers the app's lines to the router's socket, tagged as ECS tags them.
     wait_for(lambda: receiver.lines('app-firelens-logs') == ['line-one', 'line-two'], timeout=15)
     assert set(t for t, _r in receiver.records) == {'app-firelens-logs'}      # only the app logs to the router
-    path = firelens.directory(store_path, cluster, 'logs')
+    assert (os.stat(path).st_mode & 0o777, os.stat(os.path.join(path, 'fluent-bit.conf')).st_mode & 0o777) == (
+        0o700, 0o644)
     app_c = engine.api.inspect_container('logs-app')
     assert app_c['HostConfig']['LogConfig'] == {'Type': 'fluentd', 'Config': {
         'fluentd-address': 'unix://%s/socket/fluent.sock' % path, 'fluentd-async': 'true', 'tag': 'app-firelens-logs'}}
@@ -111,6 +117,28 @@ def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge,
     assert not converge(task_definition=td)['changed']
 
 
+def test_a_secret_option_reaches_the_router_s_environment_and_its_file_names_it(
+        engine, cluster, converge, store_path, receiver, moto_aws, host_aws_credentials):
+    import boto3
+    value = register('firelens-secret-%s' % uuid.uuid4().hex, home='logs-log_router')
+    ssm = boto3.client('ssm', region_name='eu-west-1', endpoint_url=moto_aws)
+    ssm.put_parameter(Name='/drover-test/%s/es' % cluster, Value=value, Type='SecureString')
+    log = dict(APP_LOG, options={'Name': 'es', 'HTTP_User': 'app'},
+               secret_options={'HTTP_Passwd': '/drover-test/%s/es' % cluster})
+    r = converge(name='logs', execution_role_arn='arn:aws:iam::123456789012:role/logs', aws_endpoint_url=moto_aws,
+                 aws_region='eu-west-1', containers=[app(log=log), router()])
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    path = firelens.directory(store_path, cluster, 'logs')
+    with open(os.path.join(path, 'fluent-bit.conf'), encoding='utf-8') as handle:
+        text = handle.read()
+    assert '    HTTP_Passwd ${DROVER_FIRELENS_APP_HTTP_PASSWD}\n    HTTP_User app\n' in text and value not in text, text
+    env = engine.api.inspect_container('logs-log_router')['Config']['Env']
+    assert 'DROVER_FIRELENS_APP_HTTP_PASSWD=%s' % value in env
+    assert value not in json.dumps(engine.api.inspect_container('logs-app')) and value not in json.dumps(r)
+    wait_for(lambda: receiver.lines('app-firelens-logs') == ['line-one', 'line-two'], timeout=15)
+    ssm.delete_parameter(Name='/drover-test/%s/es' % cluster)
+
+
 @pytest.mark.parametrize('containers,options,words', [
     ([app(), container('other')], {}, 'containers[0].log_configuration.log_driver awsfirelens needs the task\'s log '
                                       'router: a container with firelens_configuration (none in containers)'),
@@ -127,9 +155,15 @@ def test_the_task_definition_form_routes_the_same_way(engine, cluster, converge,
      'containers[0].log_configuration.options needs Name'),
     ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es', 'Host': 'h\n[INPUT]\n    Name tail'}}),
       router()], {}, 'containers[0].log_configuration.options.Host: a Fluent Bit output option is a name'),
-    ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es'}, 'secret_options': {'Password': '/p'}}),
-      router()], {}, 'containers[0].log_configuration.secret_options.Password: the options of awsfirelens are written '
-                     'into the log router\'s configuration file, which is no place for a secret'),
+    ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es', 'name': 'es'}}), router()], {},
+     'containers[0].log_configuration.options: Name, name: an output has one Name'),
+    ([app(log={'log_driver': 'awsfirelens', 'options': {'Name': 'es', 'Match': '*'}}), router()], {},
+     'containers[0].log_configuration.options: Match, Name: an output has one Name, and the collection writes its '
+     'Match'),
+    ([container('other', log_configuration={'log_driver': 'fluentd', 'options': {
+        'fluentd-address': 'unix:///var/run//drover/firelens/0123/socket/fluent.sock'}})], {},
+     'containers[0].log_configuration.options.fluentd-address unix:///var/run//drover/firelens/0123/socket/fluent.sock '
+     'is a socket of the collection\'s own'),
     ([app(), router()], {'log_drivers': ['json-file']},
      'containers[0].log_configuration.log_driver awsfirelens logs through the engine\'s fluentd driver, which is '
      'not allowed on this host (allowed: json-file)'),

@@ -156,21 +156,41 @@ def test_a_log_secret_option_goes_into_the_container_s_log_configuration_only(
     td = {'family': 'app', 'executionRoleArn': ROLE, 'containerDefinitions': [{
         'name': 'web', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
         'logConfiguration': {'logDriver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
-                             'secretOptions': [{'name': 'tag', 'valueFrom': seeded['prefix'] + '/plain'}]}}]}
+                             'secretOptions': [{'name': 'env', 'valueFrom': seeded['prefix'] + '/plain'}]}}]}
     r = converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)
     assert r['task']['last_status'] == 'RUNNING', r['task']
     log = engine.api.inspect_container('app-web')['HostConfig']['LogConfig']
-    assert log == {'Type': 'gelf', 'Config': {'gelf-address': 'udp://127.0.0.1:9', 'tag': seeded['values']['plain']}}
+    assert log == {'Type': 'gelf', 'Config': {'gelf-address': 'udp://127.0.0.1:9', 'env': seeded['values']['plain']}}
     assert seeded['values']['plain'] not in json.dumps(env_of(engine, 'app-web'))
     no_value_in(json.dumps(r), seeded)
     assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
     # Refused, naming the field: a secret option that is also an option, and one for the FireLens router's file.
     twice = dict(td['containerDefinitions'][0], logConfiguration=dict(td['containerDefinitions'][0]['logConfiguration'],
-                                                                      options={'tag': 'x'}))
+                                                                      options={'env': 'x'}))
     bad = converge(task_definition=dict(td, containerDefinitions=[twice]), aws_endpoint_url=moto_aws)
-    assert bad.failed and bad['msg'] == ('task_definition.containerDefinitions[0].logConfiguration.secretOptions.tag: '
-                                         'tag is also in task_definition.containerDefinitions[0].logConfiguration'
+    assert bad.failed and bad['msg'] == ('task_definition.containerDefinitions[0].logConfiguration.secretOptions.env: '
+                                         'env is also in task_definition.containerDefinitions[0].logConfiguration'
                                          '.options'), bad['msg']
+    # An option the collection checks or sets itself is no secret option.
+    hidden = dict(td['containerDefinitions'][0], logConfiguration={'logDriver': 'gelf', 'secretOptions': [
+        {'name': 'tag', 'valueFrom': '/p'}]})
+    bad = converge(task_definition=dict(td, containerDefinitions=[hidden]), aws_endpoint_url=moto_aws)
+    assert bad.failed and 'secretOptions.tag: tag is no secret' in bad['msg'], bad['msg']
+
+
+def test_an_engine_error_that_quotes_a_value_read_does_not_carry_it(engine, cluster, converge, seeded, moto_aws,
+                                                                    store_path):
+    """The engine refuses a log option and quotes its value in its error: the task's stopped reason (the result,
+    the store, the event) has the value put out of sight."""
+    r = converge(**native(cluster, moto_aws, [container('web', log_configuration={
+        'log_driver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
+        'secret_options': {'gelf-compression-level': seeded['prefix'] + '/plain'}})]))
+    assert r['task']['last_status'] == 'STOPPED', r['task']
+    reason = r['task']['stopped_reason']
+    assert reason.startswith('container start failed:') and '********' in reason, reason
+    no_value_in(json.dumps(r), seeded)
+    no_value_in(json.dumps(store_rows(store_path), default=str), seeded)
+    assert statuses(engine, cluster) == {}
 
 
 @pytest.mark.parametrize('what,reason', [
@@ -212,6 +232,11 @@ def test_what_cannot_be_read_stops_the_task_naming_it_and_nothing_is_started(eng
      'value of type must be one of: s3, got: file found in containers -> environment_files'),
     ({'environment_files': [{'value': 'arn:aws:s3:::b/%d' % i} for i in range(11)]},
      'containers[0].environment_files has 11 files: at most 10'),
+    ({'secrets': [{'name': 'X', 'value_from': '/p'}]},
+     'containers[0].secrets: the task has no execution_role_arn, and what a container reads from AWS when it starts '
+     'is read as the task\'s execution role (as ECS requires)'),
+    ({'log_configuration': {'log_driver': 'gelf', 'secret_options': {'env': '/p'}}},
+     'containers[0].log_configuration.secret_options: the task has no execution_role_arn'),
 ])
 def test_a_bad_declaration_is_refused_naming_the_field_and_nothing_changes(
         engine, cluster, converge, store_path, change, words):
