@@ -233,6 +233,7 @@ class Pass:
             for step in (os.path.dirname(os.path.dirname(path)), os.path.dirname(path), path):
                 files_mod.ensure_dir(step, 0o755 if step != path else 0o700)
             files_mod.ensure_dir(os.path.join(path, 'socket'), 0o755)
+            os.chmod(path, 0o700)        # the task's own directory: its mode whoever made it first
             fd = files_mod.open_file(os.path.join(path, firelens.CONFIG), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             with os.fdopen(fd, 'w') as handle:
                 handle.write(firelens.config_text(decl.cluster, decl.name, decl.containers))

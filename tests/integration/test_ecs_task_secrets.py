@@ -107,7 +107,7 @@ def test_secrets_and_environment_files_reach_the_container_environment_only(
         'A': 'from-first',               # the first file that has a variable gives it
         'B': 'declared',                 # the declared environment wins over a file
         'C': 'c=with=equals',
-        'D': ' kept as it is ',
+        'D': ' kept as it is',           # a line is trimmed at both ends (as ECS's agent reads it)
         'E': 'declared'}
     side = env_of(engine, 'app-side')
     assert not set(side) & {'S_PLAIN', 'S_SECURE', 'S_WHOLE', 'S_KEY', 'A', 'C', 'D'}, side
