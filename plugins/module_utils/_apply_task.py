@@ -55,6 +55,8 @@ def scrub(text, fetched):
         if len(value) >= 4:          # a shorter value would hide words, not a secret
             text = text.replace(value, '********')
     return text
+
+
 # How long state healthy waits for a task to become HEALTHY, by default (seconds; as docker_container's).
 HEALTHY_WAIT = 300
 

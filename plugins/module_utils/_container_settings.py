@@ -795,9 +795,9 @@ def _log_policy(c, at, host):
     address = dict(config.get('options') or ()).get('fluentd-address') or ''
     if driver == 'fluentd' and address.startswith('unix://') and \
             posixpath.normpath('/' + address[len('unix://'):].lstrip('/')).startswith(OWN_SOCKETS):
-        raise SpecError('%s %s is a socket of the collection\'s own (a task\'s log router): a container logs to its '
-                        'own task\'s router with awsfirelens' % (at('log_configuration', 'options') + '.fluentd-address',
-                                                                  address))
+        raise SpecError('%s.fluentd-address %s is a socket of the collection\'s own (a task\'s log router): a '
+                        'container logs to its own task\'s router with awsfirelens'
+                        % (at('log_configuration', 'options'), address))
     if driver == awslogs.DRIVER:
         awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
