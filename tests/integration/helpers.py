@@ -3,6 +3,7 @@
 
 from __future__ import absolute_import, division, print_function
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -142,3 +143,11 @@ def four_steps(converge, **args):
         assert not r.failed, r.get('msg')
     assert [r['changed'] for r in results] == [True, True, False, False], [r['changed'] for r in results]
     return results
+
+
+def module_process(args, module='ecs_task'):
+    """The module run in a process of its own (one a test can kill), with `args`; its result on stdout."""
+    code = ('import json, sys; sys.path.insert(0, %r); from conftest import run_module; '
+            'print(json.dumps(run_module(%r, json.loads(sys.argv[1]))))' % (os.path.join(ROOT, 'tests'), module))
+    return subprocess.Popen([sys.executable, '-c', code, json.dumps(args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT, universal_newlines=True)

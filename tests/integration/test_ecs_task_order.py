@@ -12,16 +12,14 @@ out leaves the task PENDING and the next one goes on with it."""
 
 from __future__ import absolute_import, division, print_function
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
+import docker
 import pytest
 
-from helpers import IMAGE, ROOT, host_snapshot, store_rows, task_containers, wait_for, warnings_of
+from helpers import IMAGE, host_snapshot, module_process, store_rows, task_containers, wait_for, warnings_of
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
 
@@ -222,15 +220,13 @@ def test_a_bad_order_in_a_task_definition_names_ecs_fields(engine, cluster, conv
 
 # --- a module killed while it waits, and a pass that runs out of time -----------------------------------
 
-def _module_process(args):
-    code = ('import json, sys; sys.path.insert(0, %r); from conftest import run_module; '
-            'print(json.dumps(run_module("ecs_task", json.loads(sys.argv[1]))))' % os.path.join(ROOT, 'tests'))
-    return subprocess.Popen([sys.executable, '-c', code, json.dumps(args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ROOT, universal_newlines=True)
-
-
 def _running(engine, cluster, name):
-    for c in engine.containers.list(all=True, filters={'label': [scope(cluster), 'drover.container=%s' % name]}):
+    """The ID of the cluster's container `name` once it runs or ran (a listing that races its removal: None)."""
+    try:
+        listed = engine.containers.list(all=True, filters={'label': [scope(cluster), 'drover.container=%s' % name]})
+    except docker.errors.NotFound:
+        return None
+    for c in listed:
         if c.status in ('running', 'exited'):
             return c.id
     return None
@@ -249,7 +245,7 @@ def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine,
         {'name': 'init', 'image': IMAGE, 'command': ['sh', '-c', 'sleep 4; exit 0'], 'essential': False,
          'start_timeout': 60}]}
     since = time.time()
-    proc = _module_process(args)
+    proc = module_process(args)
     try:
         init_id = wait_for(lambda: _running(engine, cluster, 'init'), timeout=60)
         time.sleep(0.5)                                      # the module waits for init now

@@ -10,11 +10,14 @@ fails the session. The tests below also look for the values in results, store ro
 from __future__ import absolute_import, division, print_function
 
 import json
+import os
+import signal
+import time
 import uuid
 
 import pytest
 
-from helpers import container, host_snapshot, statuses, store_rows
+from helpers import container, host_snapshot, module_process, statuses, store_rows, task_containers, wait_for
 from sweep import register
 
 ROLE = 'arn:aws:iam::123456789012:role/app-execution'
@@ -191,6 +194,34 @@ def test_an_engine_error_that_quotes_a_value_read_does_not_carry_it(engine, clus
     no_value_in(json.dumps(r), seeded)
     no_value_in(json.dumps(store_rows(store_path), default=str), seeded)
     assert statuses(engine, cluster) == {}
+
+
+def test_a_read_that_fails_when_a_cut_short_start_is_taken_up_leaves_nothing(engine, cluster, converge, seeded,
+                                                                              moto_aws, aws, store_path):
+    """The module is killed while app waits for init; the parameter app reads is deleted meanwhile: the next
+    converge cannot read it, stops the task with the reason, and removes init, which the cut-short start made."""
+    aws['ssm'].put_parameter(Name=seeded['prefix'] + '/gone', Value='soon-gone-value', Type='String')
+    args = native(cluster, moto_aws, [
+        container('app', secrets=[{'name': 'G', 'value_from': seeded['prefix'] + '/gone'}],
+                  depends_on=[{'container_name': 'init', 'condition': 'SUCCESS'}]),
+        container('init', ['sh', '-c', 'sleep 4; exit 0'], essential=False, start_timeout=60)])
+    proc = module_process(dict(args, store_path=store_path, cluster=cluster))
+    try:
+        wait_for(lambda: [n for n, s, _l in task_containers(engine, cluster) if n == 'app-init'], timeout=60)
+        time.sleep(0.5)                                      # the module waits for init now
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert [n for n, _s, _l in task_containers(engine, cluster)] == ['app-init']
+    aws['ssm'].delete_parameter(Name=seeded['prefix'] + '/gone')
+    r = converge(**args)
+    assert r['task']['last_status'] == 'STOPPED'
+    assert r['task']['stopped_reason'].startswith('ResourceInitializationError: unable to read secrets or environment '
+                                                  'files: SSM: the parameters %s/gone were not found' % seeded['prefix'])
+    assert task_containers(engine, cluster) == []            # init, made by the cut-short start, is gone too
 
 
 @pytest.mark.parametrize('what,reason', [
