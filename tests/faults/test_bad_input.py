@@ -62,7 +62,7 @@ TABLE = [
     # ecs_task: task definitions, purge, tasks lists
     ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
         {'name': 'a', 'image': IMAGE, 'secrets': [{'name': 'A', 'valueFrom': 'arn:aws:ssm:us-east-1:1:parameter/a'}]}]}},
-     ('containerDefinitions[0].secrets', 'not supported yet')),
+     ('containerDefinitions[0].secrets[0].valueFrom', 'no 12-digit AWS account ID')),
     ('ecs_task', {'name': 'x', 'task_definition': {'family': 'x', 'containerDefinitions': [
         dict(box(), privileged=True)]}}, ('containerDefinitions[0].privileged', 'allow_privileged')),
     ('ecs_task', {'name': 'x', 'bind_paths': ['/srv'], 'task_definition': {'family': 'x', 'volumes': [
