@@ -196,8 +196,8 @@ def test_an_engine_error_that_quotes_a_value_read_does_not_carry_it(engine, clus
     assert statuses(engine, cluster) == {}
 
 
-def test_a_read_that_fails_when_a_cut_short_start_is_taken_up_leaves_nothing(engine, cluster, converge, seeded,
-                                                                              moto_aws, aws, store_path):
+def test_a_read_that_fails_when_a_cut_short_start_is_taken_up_leaves_nothing(
+        engine, cluster, converge, seeded, moto_aws, aws, store_path):
     """The module is killed while app waits for init; the parameter app reads is deleted meanwhile: the next
     converge cannot read it, stops the task with the reason, and removes init, which the cut-short start made."""
     aws['ssm'].put_parameter(Name=seeded['prefix'] + '/gone', Value='soon-gone-value', Type='String')
