@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -151,3 +152,20 @@ def module_process(args, module='ecs_task'):
             'print(json.dumps(run_module(%r, json.loads(sys.argv[1]))))' % (os.path.join(ROOT, 'tests'), module))
     return subprocess.Popen([sys.executable, '-c', code, json.dumps(args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=ROOT, universal_newlines=True)
+
+
+def kill_when(proc, ready, timeout=60):
+    """Kill the module process `proc` (SIGKILL) once `ready()` gives a true value, half a second later (the module
+    is then waiting); returns that value. The process is reaped whatever happens."""
+    try:
+        value = wait_for(ready, timeout=timeout)
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    return value

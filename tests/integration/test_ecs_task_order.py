@@ -12,14 +12,13 @@ out leaves the task PENDING and the next one goes on with it."""
 
 from __future__ import absolute_import, division, print_function
 
-import os
-import signal
 import time
 
 import docker
 import pytest
 
-from helpers import IMAGE, host_snapshot, module_process, store_rows, task_containers, wait_for, warnings_of
+from helpers import (IMAGE, host_snapshot, kill_when, module_process, store_rows, task_containers, wait_for,
+                     warnings_of)
 
 from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
 
@@ -245,18 +244,7 @@ def test_a_module_killed_while_it_waits_is_taken_up_by_the_next_converge(engine,
         {'name': 'init', 'image': IMAGE, 'command': ['sh', '-c', 'sleep 4; exit 0'], 'essential': False,
          'start_timeout': 60}]}
     since = time.time()
-    proc = module_process(args)
-    try:
-        init_id = wait_for(lambda: _running(engine, cluster, 'init'), timeout=60)
-        time.sleep(0.5)                                      # the module waits for init now
-        assert proc.poll() is None, proc.communicate()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    init_id = kill_when(module_process(args), lambda: _running(engine, cluster, 'init'))   # while it waits for init
     init_started = state(engine, init_id)['StartedAt']
     assert sorted(n for n, _s, _l in task_containers(engine, cluster)) == ['%s-init' % cluster]
     rows = store_rows(store_path)['tasks']

@@ -10,14 +10,11 @@ fails the session. The tests below also look for the values in results, store ro
 from __future__ import absolute_import, division, print_function
 
 import json
-import os
-import signal
-import time
 import uuid
 
 import pytest
 
-from helpers import container, host_snapshot, module_process, statuses, store_rows, task_containers, wait_for
+from helpers import container, host_snapshot, kill_when, module_process, statuses, store_rows, task_containers
 from sweep import register
 
 ROLE = 'arn:aws:iam::123456789012:role/app-execution'
@@ -205,16 +202,8 @@ def test_a_read_that_fails_when_a_cut_short_start_is_taken_up_leaves_nothing(
         container('app', secrets=[{'name': 'G', 'value_from': seeded['prefix'] + '/gone'}],
                   depends_on=[{'container_name': 'init', 'condition': 'SUCCESS'}]),
         container('init', ['sh', '-c', 'sleep 4; exit 0'], essential=False, start_timeout=60)])
-    proc = module_process(dict(args, store_path=store_path, cluster=cluster))
-    try:
-        wait_for(lambda: [n for n, s, _l in task_containers(engine, cluster) if n == 'app-init'], timeout=60)
-        time.sleep(0.5)                                      # the module waits for init now
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    kill_when(module_process(dict(args, store_path=store_path, cluster=cluster)),
+              lambda: [n for n, _s, _l in task_containers(engine, cluster) if n == 'app-init'])
     assert [n for n, _s, _l in task_containers(engine, cluster)] == ['app-init']
     aws['ssm'].delete_parameter(Name=seeded['prefix'] + '/gone')
     r = converge(**args)
