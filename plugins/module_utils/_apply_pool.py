@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
-import hashlib
 import json
 import os
 import re
@@ -27,13 +26,14 @@ from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
 from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils import _files
-from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
+from ansible_collections.drover.fleet.plugins.module_utils._host import (
+    RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
     declarations, host_prefix, host_runner, owner_of, pool_spec, runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
-ROLE = 'runner'
+ROLE = RUNNER_ROLE
 JIT_MOUNT = '/runner/.jitconfig'
 # The listings' ETags and last answers, beside the store: the next pass asks with If-None-Match, and GitHub's
 # 304 answers do not count against the rate limit.
@@ -41,21 +41,6 @@ ETAGS_FILE = 'github-etags.json'
 # Runner containers created and started at once in a pass that starts several (their registrations come one
 # after the other before): the engine takes a few starts at a time well, and the last of a burst waits less.
 STARTERS = 4
-# The label that ties a runner container to the store that started it: two stores on one engine (two
-# inventories, a demo beside a test) must not adopt or drain each other's runners.
-STORE_LABEL = 'drover.store'
-
-
-def store_scope(store_path):
-    """The store's identity on the engine: a digest of its absolute path (a store lost and made again at the
-    same path keeps it, so its runners are still adopted)."""
-    return hashlib.sha256(os.path.abspath(store_path).encode('utf-8')).hexdigest()[:16]
-
-
-def scoped(listing, scope):
-    """The runner containers of this store: labelled with its scope, or with none (started before the
-    label existed: adopted as before)."""
-    return [c for c in listing if c['labels'].get(STORE_LABEL) in (None, scope)]
 
 
 def machine_id(path='/etc/machine-id'):
@@ -521,9 +506,7 @@ def _purged(params, mid, store, listing, declared, github_factory):
     no longer declares: drained, with the call's own options (GitHub address and credentials) and the owner
     the store or the containers' labels recorded."""
     names = set(entry[1].pool for entry in declared)
-    owners = dict((c['labels'].get('drover.pool'), c['labels'].get('drover.repository')) for c in listing
-                  if c['labels'].get('drover.pool'))
-    owners.update((row['pool'], row['owner']) for row in store.pools())
+    owners = held_pool_owners(store, listing)
     out = []
     for name in sorted(set(owners) - names):
         where = 'purge: pool %s, which this host holds and pools no longer declares, is drained; ' % name

@@ -40,7 +40,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _task_level as
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
-from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, open_host
+from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, held_pools, open_host
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
@@ -1043,6 +1043,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
                 result['warnings'] = work.warnings
                 _wait_healthy(engine, store, waiting, result, healthy_wait, clock, sleep)
         result['warnings'] = work.warnings
+        # The runner pools the host holds, for drover.fleet.runner_pools: no drain pass where none is declared
+        # and none is held.
+        result['ansible_facts'] = {'drover_host_pools': held_pools(store, managed, params['store_path'])}
     except EngineError as exc:
         result['changed'] = True if result['tasks'] else result['changed']
         raise TaskFailure('Docker engine: %s' % exc, result)

@@ -165,6 +165,18 @@ def ecs_task_info_spec():
     return spec
 
 
+# The import names of the libraries drover.fleet's modules need on a managed host (drover.fleet.host's
+# drover_host_python_packages says which package brings each).
+HOST_LIBRARIES = ['docker', 'pyroute2', 'github', 'pynvml']
+
+
+def host_info_spec():
+    spec = dict(store_dir=dict(type='path'), store_dir_mode=dict(type='str'), image=dict(type='str'),
+                libraries=dict(type='list', elements='str', default=list(HOST_LIBRARIES)))
+    spec.update(host_args(lock=False))
+    return spec
+
+
 # The options of one pool, as `pool` takes them and as each entry of `pools` may (no defaults here: an option
 # an entry leaves out takes the call's own value).
 POOL_OPTIONS = dict(

@@ -5,6 +5,8 @@
 
 Owns: the order in which a converge reaches the engine (first: an unreachable engine changes nothing),
 takes the host lock (never in check mode) and opens the store (read-only in check mode).
+Also: which runner pools a host holds (its store's rows, and the runner containers that carry the store's
+label), which both modules report.
 Must not: plan or apply anything.
 """
 
@@ -12,8 +14,43 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+import os
+
 from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine, EngineUnavailable
 from ansible_collections.drover.fleet.plugins.module_utils._store import HostLock, LockTimeout, Store, StoreError
+
+# The label that ties a runner container to the store that started it: two stores on one engine (two
+# inventories, a demo beside a test) must not adopt or drain each other's runners.
+STORE_LABEL = 'drover.store'
+RUNNER_ROLE = 'runner'
+
+
+def store_scope(store_path):
+    """The store's identity on the engine: a digest of its absolute path (a store lost and made again at the
+    same path keeps it, so its runners are still adopted)."""
+    return hashlib.sha256(os.path.abspath(store_path).encode('utf-8')).hexdigest()[:16]
+
+
+def scoped(listing, scope):
+    """The runner containers of this store: labelled with its scope, or with none (started before the
+    label existed: adopted as before)."""
+    return [c for c in listing if c['labels'].get(STORE_LABEL) in (None, scope)]
+
+
+def held_pool_owners(store, listing):
+    """{pool: owner} of the pools a host holds: its store's pools, and those only runner containers of this
+    store (`listing`, already scoped) still name."""
+    owners = dict((c['labels'].get('drover.pool'), c['labels'].get('drover.repository')) for c in listing
+                  if c['labels'].get('drover.pool'))
+    owners.update((row['pool'], row['owner']) for row in store.pools())
+    return owners
+
+
+def held_pools(store, listing, store_path):
+    """The names of the pools a host holds, from any listing of the engine's drover containers."""
+    runners = [c for c in listing if c['labels'].get('drover.role') == RUNNER_ROLE]
+    return sorted(held_pool_owners(store, scoped(runners, store_scope(store_path))))
 
 
 class TaskFailure(Exception):

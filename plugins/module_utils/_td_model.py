@@ -52,21 +52,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
+import importlib.util
 import re
-import traceback
 
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
+# botocore is found now and imported when a document is first checked: a pass without task definitions (the
+# repeated converge of a fleet) does not pay for its import.
 try:
-    import botocore
-    import botocore.session
-    import botocore.validate
-except ImportError:
+    HAS_BOTOCORE = importlib.util.find_spec('botocore') is not None
+except (ImportError, ValueError):
     HAS_BOTOCORE = False
-    BOTOCORE_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_BOTOCORE = True
-    BOTOCORE_IMPORT_ERROR = None
+BOTOCORE_IMPORT_ERROR = None if HAS_BOTOCORE else 'ImportError: No module named botocore'
 
 OPERATION = 'RegisterTaskDefinition'
 # Returned by DescribeTaskDefinition (and RegisterTaskDefinition's output), never part of its input.
@@ -111,9 +109,14 @@ _CLASS = re.compile(r"<class '([A-Za-z_.]+)'>")
 _CACHE = {}
 
 
+def _botocore(name='botocore'):
+    """botocore (or one of its modules), imported on first use."""
+    return importlib.import_module(name)
+
+
 def model_version():
     """botocore's version (its bundled ECS model is the one that judges), or None without botocore."""
-    return botocore.__version__ if HAS_BOTOCORE else None
+    return _botocore().__version__ if HAS_BOTOCORE else None
 
 
 def _model():
@@ -121,8 +124,8 @@ def _model():
     if cached is None:
         if not HAS_BOTOCORE:
             raise ImportError('botocore is required to check an ECS task definition: %s' % BOTOCORE_IMPORT_ERROR)
-        service = botocore.session.get_session().get_service_model('ecs')
-        cached = (service.operation_model(OPERATION).input_shape, botocore.validate.ParamValidator())
+        service = _botocore('botocore.session').get_session().get_service_model('ecs')
+        cached = (service.operation_model(OPERATION).input_shape, _botocore('botocore.validate').ParamValidator())
         _CACHE['model'] = cached
     return cached
 

@@ -795,6 +795,19 @@ events:
   sample:
     - {event: task.stopped, at: '2026-12-02T14:22:28Z', cluster: default, task: web,
        subject: task/default/web, reason: container main exited (1)}
+ansible_facts:
+  description: Facts about the host, set on it by Ansible.
+  returned: success
+  type: dict
+  contains:
+    drover_host_pools:
+      description:
+        - The runner pools the host holds (the store's, and those only runner containers of this store still
+          name). The C(drover.fleet.runner_pools) role makes no drain pass where it declares no pool and this
+          is empty.
+      type: list
+      elements: str
+      sample: []
 '''
 
 

@@ -229,6 +229,9 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[], drover_pools_defaults=auth))
     assert rc == 0, out[-4000:]
     assert recap(out)[1:] == (0, 0, 0), out[-4000:]             # the pool's record is gone
+    # nothing declared and nothing held (the tasks role's drover_host_pools is empty): no pools pass at all
+    assert 'Converge the pools in one pass' not in out, out[-4000:]
+    assert 'Converge the pools, or drain those the host still holds' in out, out[-4000:]
 
 
 TIMER_PLAY = '''
