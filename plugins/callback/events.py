@@ -29,12 +29,15 @@ description:
     event is tried O(webhook_retries) more times after a failed POST, each try limited to
     O(webhook_timeout) seconds. After O(webhook_max_failures) events in a row could not be sent, one warning
     is printed and no further event is sent in this run. A broken log or webhook never fails the playbook.
-  - At the end of the run it prints a recap per host, with the tasks running, stopped and held (from the
-    C(task) and C(tasks) results), the runner slots busy, idle, free and starting (from the C(pool) and
-    C(pools) results), and the pools held, with the time their hold ends; C(unhealthy=N) counts the tasks whose
-    last view has C(health_status) C(UNHEALTHY), when there are any. Under each host, one line per task
-    run that stopped in this run (C(task.stopped)), with its reason and what became of the task (running
-    again, held back, stays stopped), and one per runner that ended (C(runner.ended)).
+  - At the end of the run it prints a recap with one line per host of the play, with the tasks running,
+    stopped and held (from the C(task) and C(tasks) results), the runner slots busy, idle, free and starting
+    and the pools held (from the C(pool) and C(pools) results); C(unhealthy=N) counts the tasks whose last
+    view has C(health_status) C(UNHEALTHY), when there are any. Under a host come only what changed in this
+    run, outside check mode: one line per task run that stopped (C(task.stopped)), with its reason and what
+    became of the task (running again, held back, stays stopped), one per runner that ended
+    (C(runner.ended)), and one per pool held in this run (C(pool.held)), with the time its hold ends. A host
+    where nothing changed takes one line. Pools held by a fleet-wide hold passed back to the hosts (cause
+    C(fleet)) are told in one line for the fleet, with the number of hosts.
   - Every recap line and every warning of the plugin is printed on one line as it is, but for control, format
     and line-separator characters and the backslash, which are written escaped as in a Python string literal
     (a newline as C(\n)). A stop reason, a runner name or an error from a container, a task or GitHub cannot
@@ -342,6 +345,59 @@ def fleet_holds(pools_by_host, threshold, now):
                 for repo, e in by_repo.items() if len(e['hosts']) >= threshold)
 
 
+def fleet_holds_kept(pools_by_host, now):
+    """Pure: {repository: {'hosts': N, 'until'}} for each repository whose pools are held by a fleet-wide hold
+    passed back to the hosts (cause `fleet`, outside check mode, not yet ended): the recap tells it once for
+    the fleet, not once per host."""
+    by_repo = {}
+    for pools in pools_by_host.values():
+        held = set()
+        for pool in pools.values():
+            until = parse_iso(pool.get('until'))
+            if pool.get('cause') != 'fleet' or pool.get('check_mode') or not pool.get('owner') or until is None \
+                    or until <= now:
+                continue
+            entry = by_repo.setdefault(pool['owner'], {'hosts': 0, 'until': until})
+            entry['until'] = max(entry['until'], until)
+            if pool['owner'] not in held:
+                held.add(pool['owner'])
+                entry['hosts'] += 1
+    return dict((repo, {'hosts': e['hosts'], 'until': iso(e['until'])}) for repo, e in by_repo.items())
+
+
+def blank_host():
+    """What the recap keeps of one host: the last view of each task and pool, the events, what no_log hid,
+    what ended and the pools held in this run."""
+    return {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [], 'unhealthy': set(), 'held_now': set()}
+
+
+def host_line(name, rec):
+    """Pure: the one recap line of a host: its events, its tasks, its slots and held pools, what no_log hid."""
+    words = ['events=%d' % rec['events']]
+    if rec['tasks']:
+        counts = dict((k, 0) for k in ('running', 'stopped', 'held', 'pending', 'other'))
+        for summary in rec['tasks'].values():
+            counts[summary] += 1
+        text = 'tasks running=%(running)d stopped=%(stopped)d held=%(held)d' % counts
+        text += ''.join(' %s=%d' % (k, counts[k]) for k in ('pending', 'other') if counts[k])
+        if rec['unhealthy']:
+            text += ' unhealthy=%d' % len(rec['unhealthy'])
+        words.append(text)
+    if rec['pools']:
+        slots = dict((state, 0) for state in SLOT_STATES)
+        for pool in rec['pools'].values():
+            for state in SLOT_STATES:
+                slots[state] += pool['slots'][state]
+        text = 'slots busy=%(busy)d idle=%(idle)d free=%(free)d starting=%(starting)d' % slots
+        held = sum(1 for pool in rec['pools'].values() if pool['until'])
+        if held:
+            text += ' pools held=%d' % held
+        words.append(text)
+    if rec['hidden']:
+        words.append('hidden by no_log=%d' % rec['hidden'])
+    return '%-26s : %s' % (name, '  '.join(words))
+
+
 def merge_holds(existing, held, now):
     """Pure: the state file's content after a run. Entries that have expired are dropped; a repository held
     again keeps its `since`, takes the later `until` and the union of the hosts."""
@@ -493,7 +549,7 @@ class CallbackModule(CallbackBase):
         self.run_id = uuid.uuid4().hex
         self.clock = time.time
         self.play = None
-        self.hosts = {}              # inventory host -> {'tasks', 'pools', 'events', 'hidden'}
+        self.hosts = {}              # inventory host -> blank_host()'s record
         self.events_written = 0
         self.fleet = {}              # repository -> fleet hold of this run
         self.webhook = None
@@ -514,7 +570,7 @@ class CallbackModule(CallbackBase):
         self._guarded(self._collect, result)
 
     def v2_playbook_on_stats(self, stats):
-        self._guarded(self._finish)
+        self._guarded(self._finish, stats)
 
     # -- collecting --
 
@@ -531,8 +587,7 @@ class CallbackModule(CallbackBase):
         self._display.warning(escaped(text))
 
     def _host(self, name):
-        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [],
-                                            'unhealthy': set()})
+        return self.hosts.setdefault(name, blank_host())
 
     def _collect(self, result):
         data = getattr(result, 'result', None)
@@ -582,6 +637,8 @@ class CallbackModule(CallbackBase):
                     ended = ended_line(event)
                     if ended:
                         host['ended'].append(ended)
+                    if event['event'] == 'pool.held' and isinstance(event.get('pool'), str):
+                        host['held_now'].add(event['pool'])
         self._emit(events)
 
     # -- where events go --
@@ -634,14 +691,14 @@ class CallbackModule(CallbackBase):
 
     # -- the end of the run --
 
-    def _finish(self):
+    def _finish(self, stats=None):
         now = self.clock()
         pools_by_host = dict((name, rec['pools']) for name, rec in self.hosts.items())
         self.fleet = fleet_holds(pools_by_host, int(self.get_option('fleet_hold_threshold') or 0), now)
         self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet.items())])
         self._guarded(self._save_fleet_state, now)
         self._close_webhook()
-        self._recap()
+        self._recap(now, sorted(getattr(stats, 'processed', None) or ()))
 
     def _fleet_event(self, repo, entry, now):
         return {'event': 'fleet.held', 'at': iso(now), 'subject': 'repository/%s' % repo, 'repository': repo,
@@ -705,38 +762,24 @@ class CallbackModule(CallbackBase):
             self._warn('%s: of the events for the webhook at %s, %s; they were not sent'
                        % (PLUGIN, where(hook.url), '; '.join(problems)))
 
-    def _recap(self):
+    def _recap(self, now=None, processed=()):
+        """One line per host, and under it only what changed in this run: a task run that stopped, a runner
+        that ended, a pool held in this run. A host of the play without any drover.fleet result still takes
+        its one line (when there are any results at all)."""
         lines = []
-        for name in sorted(self.hosts):
-            rec = self.hosts[name]
-            words = ['events=%d' % rec['events']]
-            if rec['tasks']:
-                counts = dict((k, 0) for k in ('running', 'stopped', 'held', 'pending', 'other'))
-                for summary in rec['tasks'].values():
-                    counts[summary] += 1
-                text = 'tasks running=%(running)d stopped=%(stopped)d held=%(held)d' % counts
-                text += ''.join(' %s=%d' % (k, counts[k]) for k in ('pending', 'other') if counts[k])
-                if rec['unhealthy']:
-                    text += ' unhealthy=%d' % len(rec['unhealthy'])
-                words.append(text)
-            if rec['pools']:
-                slots = dict((state, 0) for state in SLOT_STATES)
-                for pool in rec['pools'].values():
-                    for state in SLOT_STATES:
-                        slots[state] += pool['slots'][state]
-                words.append('slots busy=%(busy)d idle=%(idle)d free=%(free)d starting=%(starting)d' % slots)
-            if rec['hidden']:
-                words.append('hidden by no_log=%d' % rec['hidden'])
-            lines.append('%-26s : %s' % (name, '  '.join(words)))
+        names = sorted(set(self.hosts) | set(to_text(h) for h in processed)) if self.hosts else []
+        for name in names:
+            rec = self.hosts.get(name) or blank_host()
+            lines.append(host_line(name, rec))
             for kind, key, text in rec['ended']:
                 if kind == 'task':
-                    now = rec['tasks'].get(key)
+                    state = rec['tasks'].get(key)
                     text += {'running': ', running again', 'held': ', held back', 'stopped': ', stays stopped'}.get(
-                        now, '')
+                        state, '')
                 lines.append('    %s' % text)
-            for pool_name in sorted(rec['pools']):
-                pool = rec['pools'][pool_name]
-                if pool['until']:
+            for pool_name in sorted(rec['held_now']):
+                pool = rec['pools'].get(pool_name)
+                if pool and pool['until']:
                     lines.append('    pool %s (%s) held until %s%s' % (
                         pool_name, pool['owner'] or '?', pool['until'],
                         ', cause %s' % pool['cause'] if pool['cause'] else ''))
@@ -744,6 +787,9 @@ class CallbackModule(CallbackBase):
             entry = self.fleet[repo]
             lines.append('fleet hold: %s on %d hosts (%s) until %s' % (
                 repo, len(entry['hosts']), ', '.join(entry['hosts']), entry['until']))
+        kept = fleet_holds_kept(dict((n, r['pools']) for n, r in self.hosts.items()), self.clock() if now is None else now)
+        for repo in sorted(kept):
+            lines.append('held fleet-wide: %s on %d hosts until %s' % (repo, kept[repo]['hosts'], kept[repo]['until']))
         if not self.hosts:
             lines.append('no drover.fleet results in this run')
         outputs = []
