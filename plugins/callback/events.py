@@ -32,10 +32,10 @@ description:
   - At the end of the run it prints a recap with one line per host of the play, with the tasks running,
     stopped and held (from the C(task) and C(tasks) results), the runner slots busy, idle, free and starting
     and the pools held (from the C(pool) and C(pools) results); C(unhealthy=N) counts the tasks whose last
-    view has C(health_status) C(UNHEALTHY), when there are any. Under a host come only what changed in this
-    run, outside check mode: one line per task run that stopped (C(task.stopped)), with its reason and what
-    became of the task (running again, held back, stays stopped), one per runner that ended
-    (C(runner.ended)), and one per pool held in this run (C(pool.held)), with the time its hold ends. A host
+    view has C(health_status) C(UNHEALTHY), when there are any. Under a host, only what changed in this run
+    (outside check mode) is printed, one line each - a task run that stopped (C(task.stopped)), with its reason
+    and what became of the task (running again, held back, stays stopped), a runner that ended
+    (C(runner.ended)), a pool held in this run (C(pool.held)), with the time its hold ends. A host
     where nothing changed takes one line. Pools held by a fleet-wide hold passed back to the hosts (cause
     C(fleet)) are told in one line for the fleet, with the number of hosts.
   - Every recap line and every warning of the plugin is printed on one line as it is, but for control, format
