@@ -43,8 +43,10 @@ description:
     (a newline as C(\n)). A stop reason, a runner name or an error from a container, a task or GitHub cannot
     print a line of its own.
   - A repository (the pool's C(owner)) whose pools are held on at least O(fleet_hold_threshold) hosts at the
-    end of one run is held fleet-wide. One C(fleet.held) event is written for it, and the controller-side
-    state file O(fleet_state_path) records it until the latest of those holds ends, for the reconcile
+    end of one run is held fleet-wide. The controller-side state file O(fleet_state_path) records it until the
+    latest of those holds ends, and one C(fleet.held) event (and one C(fleet hold:) line of the recap) tells
+    it when it changes the file (the repository held anew, until later or on more hosts); a hold already in
+    force is told in the recap's C(held fleet-wide:) line. The file is there for the reconcile
     playbook to hold the repository on every host (C(drover.fleet.gh_runner_slot)'s O(drover.fleet.gh_runner_slot#module:hold_until)).
     A pool held only by that fleet-wide hold (cause C(fleet)) counts as held in the recap but makes no new
     fleet-wide hold.
@@ -345,24 +347,31 @@ def fleet_holds(pools_by_host, threshold, now):
                 for repo, e in by_repo.items() if len(e['hosts']) >= threshold)
 
 
-def fleet_holds_kept(pools_by_host, now):
-    """Pure: {repository: {'hosts': N, 'until'}} for each repository whose pools are held by a fleet-wide hold
-    passed back to the hosts (cause `fleet`, outside check mode, not yet ended): the recap tells it once for
-    the fleet, not once per host."""
-    by_repo = {}
-    for pools in pools_by_host.values():
-        held = set()
+def new_holds(before, held, now):
+    """Pure: the fleet holds of this run (`held`, from fleet_holds) that change those in force before it
+    (`before`, the state file's): a repository held anew, until later, or on more hosts."""
+    was = merge_holds(before, {}, now)
+    return dict((repo, entry) for repo, entry in held.items()
+                if merge_holds(was, {repo: entry}, now).get(repo) != was.get(repo))
+
+
+def fleet_holds_kept(pools_by_host, before, now):
+    """Pure: {repository: {'hosts': N, 'until'}} for each repository held fleet-wide before this run (in
+    `before`, the state file's holds, or passed back to a host: a pool held with cause `fleet`) whose pools
+    this run found held (outside check mode, not yet ended) on N hosts: the recap tells it once for the
+    fleet, not once per host."""
+    repos = dict((repo, parse_iso(entry['until'])) for repo, entry in merge_holds(before, {}, now).items())
+    held_on = {}
+    for host, pools in pools_by_host.items():
         for pool in pools.values():
             until = parse_iso(pool.get('until'))
-            if pool.get('cause') != 'fleet' or pool.get('check_mode') or not pool.get('owner') or until is None \
-                    or until <= now:
+            if pool.get('check_mode') or not pool.get('owner') or until is None or until <= now:
                 continue
-            entry = by_repo.setdefault(pool['owner'], {'hosts': 0, 'until': until})
-            entry['until'] = max(entry['until'], until)
-            if pool['owner'] not in held:
-                held.add(pool['owner'])
-                entry['hosts'] += 1
-    return dict((repo, {'hosts': e['hosts'], 'until': iso(e['until'])}) for repo, e in by_repo.items())
+            held_on.setdefault(pool['owner'], set()).add(host)
+            if pool.get('cause') == 'fleet':
+                repos[pool['owner']] = max(repos.get(pool['owner']) or until, until)
+    return dict((repo, {'hosts': len(held_on[repo]), 'until': iso(until)}) for repo, until in repos.items()
+                if held_on.get(repo))
 
 
 def blank_host():
@@ -552,6 +561,8 @@ class CallbackModule(CallbackBase):
         self.hosts = {}              # inventory host -> blank_host()'s record
         self.events_written = 0
         self.fleet = {}              # repository -> fleet hold of this run
+        self.fleet_before = None     # the fleet holds in force before this run (the state file's), when known
+        self.fleet_new = {}          # the fleet holds of this run that change them (held anew, later, on more hosts)
         self.webhook = None
         self._log_broken = False
         self._webhook_warned = False
@@ -695,8 +706,14 @@ class CallbackModule(CallbackBase):
         now = self.clock()
         pools_by_host = dict((name, rec['pools']) for name, rec in self.hosts.items())
         self.fleet = fleet_holds(pools_by_host, int(self.get_option('fleet_hold_threshold') or 0), now)
-        self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet.items())])
-        self._guarded(self._save_fleet_state, now)
+        self.fleet_before = None
+        try:
+            self.fleet_before = self._save_fleet_state(now)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._warn('%s: %s' % (PLUGIN, describe(exc)))
+        # Announced only when it changes what the fleet holds: a repository held anew, later or on more hosts.
+        self.fleet_new = new_holds(self.fleet_before, self.fleet, now) if self.fleet_before is not None else self.fleet
+        self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet_new.items())])
         self._close_webhook()
         self._recap(now, sorted(getattr(stats, 'processed', None) or ()))
 
@@ -706,9 +723,13 @@ class CallbackModule(CallbackBase):
                 'threshold': int(self.get_option('fleet_hold_threshold')), 'run': self.run_id}
 
     def _save_fleet_state(self, now):
+        """Merge this run's fleet holds into the state file; returns the holds it had before (its entries that
+        have not ended), or None when it is unknown."""
         path = self.get_option('fleet_state_path')
-        if not path or (not self.fleet and not os.path.exists(path)):
-            return
+        if not path:
+            return None
+        if not self.fleet and not os.path.exists(path):
+            return {}
         ensure_dir(path)
         lock_fd = _files.open_file(path + '.lock', os.O_WRONLY | os.O_CREAT, 0o600)
         try:
@@ -722,11 +743,13 @@ class CallbackModule(CallbackBase):
                 except (OSError, IOError, ValueError) as exc:
                     self._warn('%s: the fleet hold file %s cannot be read (%s); it is written anew'
                                % (PLUGIN, path, describe(exc)))
+                    existing = None
                 if not isinstance(existing, dict):
-                    existing = {}
+                    existing = None
+            before = merge_holds(existing, {}, now) if existing is not None else None
             merged = merge_holds(existing, self.fleet, now)
             if merged == existing:
-                return
+                return before
             fd, tmp = tempfile.mkstemp(prefix='.fleet-holds.', dir=os.path.dirname(path) or '.')
             try:
                 os.fchmod(fd, 0o600)
@@ -739,6 +762,7 @@ class CallbackModule(CallbackBase):
             except OSError:
                 os.unlink(tmp)
                 raise
+            return before
         finally:
             os.close(lock_fd)
 
@@ -783,12 +807,13 @@ class CallbackModule(CallbackBase):
                     lines.append('    pool %s (%s) held until %s%s' % (
                         pool_name, pool['owner'] or '?', pool['until'],
                         ', cause %s' % pool['cause'] if pool['cause'] else ''))
-        for repo in sorted(self.fleet):
-            entry = self.fleet[repo]
+        for repo in sorted(self.fleet_new):
+            entry = self.fleet_new[repo]
             lines.append('fleet hold: %s on %d hosts (%s) until %s' % (
                 repo, len(entry['hosts']), ', '.join(entry['hosts']), entry['until']))
-        kept = fleet_holds_kept(dict((n, r['pools']) for n, r in self.hosts.items()), self.clock() if now is None else now)
-        for repo in sorted(kept):
+        kept = fleet_holds_kept(dict((n, r['pools']) for n, r in self.hosts.items()), self.fleet_before,
+                                self.clock() if now is None else now)
+        for repo in sorted(set(kept) - set(self.fleet_new)):
             lines.append('held fleet-wide: %s on %d hosts until %s' % (repo, kept[repo]['hosts'], kept[repo]['until']))
         if not self.hosts:
             lines.append('no drover.fleet results in this run')

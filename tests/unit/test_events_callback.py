@@ -612,6 +612,39 @@ def test_the_fleet_hold_passed_back_to_hosts_makes_no_new_one(make_plugin, tmp_p
         '%-26s : events=0  slots busy=0 idle=0 free=2 starting=0 pools held=1' % h for h in ('web1', 'web2', 'web3')]
 
 
+def test_a_fleet_hold_in_force_is_announced_only_when_it_changes(make_plugin, tmp_path, receiver):
+    # The pass after a fleet hold: the two hosts that made it are still held by their own holds, the others by
+    # the fleet's. Nothing changed: no fleet.held event, no `fleet hold:` line, one line for the fleet.
+    state = tmp_path / 'fleet-holds.json'
+    log = tmp_path / 'events.jsonl'
+    state.write_text(json.dumps({'acme/app': {'until': '2030-03-17T17:58:00Z', 'hosts': ['web1', 'web2'],
+                                              'since': '2030-03-17T17:40:00Z'}}))
+    written = state.read_text()
+    for until, hosts, announced in (('2030-03-17T17:58:00Z', ['web1', 'web2'], False),
+                                    ('2030-03-17T17:59:00Z', ['web1', 'web2'], True),     # later
+                                    ('2030-03-17T17:59:00Z', ['web1', 'web3'], True)):    # on one more host
+        hook = receiver()
+        plugin, display = make_plugin(fleet_state_path=str(state), log_path=str(log), webhook_url=hook.url)
+        plugin.clock = lambda: NOW
+        for host in ('web1', 'web2', 'web3', 'web4', 'web5'):
+            own = host in hosts
+            held_on(plugin, host, until if own else '2030-03-17T17:58:00Z', cause='no job' if own else 'fleet')
+        plugin.v2_playbook_on_stats(None)
+        fleet = [e for e in (read_log(str(log)) if log.exists() else []) if e['event'] == 'fleet.held'
+                 and e['run'] == plugin.run_id]
+        assert [b['event'] for ctype, b in hook.bodies] == ['fleet.held'] * len(fleet)
+        if not announced:
+            assert fleet == [] and state.read_text() == written
+            assert not any(line.startswith('fleet hold') for line in display.lines), display.lines
+            assert 'held fleet-wide: acme/app on 5 hosts until 2030-03-17T17:58:00Z' in display.lines
+            continue
+        assert [(e['hosts'], e['until']) for e in fleet] == [(hosts, until)]
+        assert 'fleet hold: acme/app on 2 hosts (%s) until %s' % (', '.join(hosts), until) in display.lines
+        assert not any(line.startswith('held fleet-wide') for line in display.lines), display.lines
+    assert json.loads(state.read_text()) == {'acme/app': {
+        'until': '2030-03-17T17:59:00Z', 'hosts': ['web1', 'web2', 'web3'], 'since': '2030-03-17T17:40:00Z'}}
+
+
 def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):
     state = tmp_path / 'fleet-holds.json'
     plugin, display = make_plugin(fleet_state_path=str(state), fleet_hold_threshold=0)
@@ -620,6 +653,15 @@ def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):
         held_on(plugin, host, '2030-03-17T17:48:00Z')
     plugin.v2_playbook_on_stats(None)
     assert not state.exists() and plugin.fleet == {}
+
+
+def test_new_holds_is_pure():
+    before = {'r': {'until': '2030-03-17T17:50:00Z', 'hosts': ['a', 'b'], 'since': '2030-03-17T17:40:00Z'},
+              'gone': {'until': '2030-03-17T17:00:00Z', 'hosts': ['a', 'b'], 'since': '2030-03-17T16:40:00Z'}}
+    same = {'until': '2030-03-17T17:50:00Z', 'hosts': ['a'], 'pools': ['ci']}
+    held = {'r': same, 'gone': same, 'new': same}
+    assert plugin_mod.new_holds(before, held, NOW) == {'gone': same, 'new': same}
+    assert plugin_mod.new_holds(None, held, NOW) == held
 
 
 def test_merge_holds_is_pure():
