@@ -153,8 +153,7 @@ def pool_of(out, host, pool_name):
     return found[0]
 
 
-def test_a_repository_failing_on_two_hosts_is_held_on_every_host_in_the_next_pass(engine, standin, pool_name,
-                                                                                   tmp_path):
+def test_a_repository_failing_on_two_hosts_is_held_on_all_20_in_the_next_pass(engine, standin, pool_name, tmp_path):
     engine.images.get(RUNNER_IMAGE)
     inventory = pool_inventory(tmp_path, standin, pool_name, POOL_HOSTS, tmp_path / 'pools.json')
     log = tmp_path / 'controller' / 'events.jsonl'
