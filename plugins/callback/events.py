@@ -29,19 +29,24 @@ description:
     event is tried O(webhook_retries) more times after a failed POST, each try limited to
     O(webhook_timeout) seconds. After O(webhook_max_failures) events in a row could not be sent, one warning
     is printed and no further event is sent in this run. A broken log or webhook never fails the playbook.
-  - At the end of the run it prints a recap per host, with the tasks running, stopped and held (from the
-    C(task) and C(tasks) results), the runner slots busy, idle, free and starting (from the C(pool) and
-    C(pools) results), and the pools held, with the time their hold ends; C(unhealthy=N) counts the tasks whose
-    last view has C(health_status) C(UNHEALTHY), when there are any. Under each host, one line per task
-    run that stopped in this run (C(task.stopped)), with its reason and what became of the task (running
-    again, held back, stays stopped), and one per runner that ended (C(runner.ended)).
+  - At the end of the run it prints a recap with one line per host of the play, with the tasks running,
+    stopped and held (from the C(task) and C(tasks) results), the runner slots busy, idle, free and starting
+    and the pools held (from the C(pool) and C(pools) results); C(unhealthy=N) counts the tasks whose last
+    view has C(health_status) C(UNHEALTHY), when there are any. Under a host, only what changed in this run
+    (outside check mode) is printed, one line each - a task run that stopped (C(task.stopped)), with its reason
+    and what became of the task (running again, held back, stays stopped), a runner that ended
+    (C(runner.ended)), a pool held in this run (C(pool.held)), with the time its hold ends. A host
+    where nothing changed takes one line. Pools held by a fleet-wide hold passed back to the hosts (cause
+    C(fleet)) are told in one line for the fleet, with the number of hosts.
   - Every recap line and every warning of the plugin is printed on one line as it is, but for control, format
     and line-separator characters and the backslash, which are written escaped as in a Python string literal
     (a newline as C(\n)). A stop reason, a runner name or an error from a container, a task or GitHub cannot
     print a line of its own.
   - A repository (the pool's C(owner)) whose pools are held on at least O(fleet_hold_threshold) hosts at the
-    end of one run is held fleet-wide. One C(fleet.held) event is written for it, and the controller-side
-    state file O(fleet_state_path) records it until the latest of those holds ends, for the reconcile
+    end of one run is held fleet-wide. The controller-side state file O(fleet_state_path) records it until the
+    latest of those holds ends, and one C(fleet.held) event (and one C(fleet hold:) line of the recap) tells
+    it when it changes the file (the repository held anew, until later or on more hosts); a hold already in
+    force is told in the recap's C(held fleet-wide:) line. The file is there for the reconcile
     playbook to hold the repository on every host (C(drover.fleet.gh_runner_slot)'s O(drover.fleet.gh_runner_slot#module:hold_until)).
     A pool held only by that fleet-wide hold (cause C(fleet)) counts as held in the recap but makes no new
     fleet-wide hold.
@@ -342,6 +347,66 @@ def fleet_holds(pools_by_host, threshold, now):
                 for repo, e in by_repo.items() if len(e['hosts']) >= threshold)
 
 
+def new_holds(before, held, now):
+    """Pure: the fleet holds of this run (`held`, from fleet_holds) that change those in force before it
+    (`before`, the state file's): a repository held anew, until later, or on more hosts."""
+    was = merge_holds(before, {}, now)
+    return dict((repo, entry) for repo, entry in held.items()
+                if merge_holds(was, {repo: entry}, now).get(repo) != was.get(repo))
+
+
+def fleet_holds_kept(pools_by_host, before, now):
+    """Pure: {repository: {'hosts': N, 'until'}} for each repository held fleet-wide before this run (in
+    `before`, the state file's holds, or passed back to a host: a pool held with cause `fleet`) whose pools
+    this run found held (outside check mode, not yet ended) on N hosts: the recap tells it once for the
+    fleet, not once per host."""
+    repos = dict((repo, parse_iso(entry['until'])) for repo, entry in merge_holds(before, {}, now).items())
+    held_on = {}
+    for host, pools in pools_by_host.items():
+        for pool in pools.values():
+            until = parse_iso(pool.get('until'))
+            if pool.get('check_mode') or not pool.get('owner') or until is None or until <= now:
+                continue
+            held_on.setdefault(pool['owner'], set()).add(host)
+            if pool.get('cause') == 'fleet':
+                repos[pool['owner']] = max(repos.get(pool['owner']) or until, until)
+    return dict((repo, {'hosts': len(held_on[repo]), 'until': iso(until)}) for repo, until in repos.items()
+                if held_on.get(repo))
+
+
+def blank_host():
+    """What the recap keeps of one host: the last view of each task and pool, the events, what no_log hid,
+    what ended and the pools held in this run."""
+    return {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [], 'unhealthy': set(), 'held_now': set()}
+
+
+def host_line(name, rec):
+    """Pure: the one recap line of a host: its events, its tasks, its slots and held pools, what no_log hid."""
+    words = ['events=%d' % rec['events']]
+    if rec['tasks']:
+        counts = dict((k, 0) for k in ('running', 'stopped', 'held', 'pending', 'other'))
+        for summary in rec['tasks'].values():
+            counts[summary] += 1
+        text = 'tasks running=%(running)d stopped=%(stopped)d held=%(held)d' % counts
+        text += ''.join(' %s=%d' % (k, counts[k]) for k in ('pending', 'other') if counts[k])
+        if rec['unhealthy']:
+            text += ' unhealthy=%d' % len(rec['unhealthy'])
+        words.append(text)
+    if rec['pools']:
+        slots = dict((state, 0) for state in SLOT_STATES)
+        for pool in rec['pools'].values():
+            for state in SLOT_STATES:
+                slots[state] += pool['slots'][state]
+        text = 'slots busy=%(busy)d idle=%(idle)d free=%(free)d starting=%(starting)d' % slots
+        held = sum(1 for pool in rec['pools'].values() if pool['until'])
+        if held:
+            text += ' pools held=%d' % held
+        words.append(text)
+    if rec['hidden']:
+        words.append('hidden by no_log=%d' % rec['hidden'])
+    return '%-26s : %s' % (name, '  '.join(words))
+
+
 def merge_holds(existing, held, now):
     """Pure: the state file's content after a run. Entries that have expired are dropped; a repository held
     again keeps its `since`, takes the later `until` and the union of the hosts."""
@@ -493,9 +558,11 @@ class CallbackModule(CallbackBase):
         self.run_id = uuid.uuid4().hex
         self.clock = time.time
         self.play = None
-        self.hosts = {}              # inventory host -> {'tasks', 'pools', 'events', 'hidden'}
+        self.hosts = {}              # inventory host -> blank_host()'s record
         self.events_written = 0
         self.fleet = {}              # repository -> fleet hold of this run
+        self.fleet_before = None     # the fleet holds in force before this run (the state file's), when known
+        self.fleet_new = {}          # the fleet holds of this run that change them (held anew, later, on more hosts)
         self.webhook = None
         self._log_broken = False
         self._webhook_warned = False
@@ -514,7 +581,7 @@ class CallbackModule(CallbackBase):
         self._guarded(self._collect, result)
 
     def v2_playbook_on_stats(self, stats):
-        self._guarded(self._finish)
+        self._guarded(self._finish, stats)
 
     # -- collecting --
 
@@ -531,8 +598,7 @@ class CallbackModule(CallbackBase):
         self._display.warning(escaped(text))
 
     def _host(self, name):
-        return self.hosts.setdefault(name, {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [],
-                                            'unhealthy': set()})
+        return self.hosts.setdefault(name, blank_host())
 
     def _collect(self, result):
         data = getattr(result, 'result', None)
@@ -582,6 +648,8 @@ class CallbackModule(CallbackBase):
                     ended = ended_line(event)
                     if ended:
                         host['ended'].append(ended)
+                    if event['event'] == 'pool.held' and isinstance(event.get('pool'), str):
+                        host['held_now'].add(event['pool'])
         self._emit(events)
 
     # -- where events go --
@@ -634,14 +702,20 @@ class CallbackModule(CallbackBase):
 
     # -- the end of the run --
 
-    def _finish(self):
+    def _finish(self, stats=None):
         now = self.clock()
         pools_by_host = dict((name, rec['pools']) for name, rec in self.hosts.items())
         self.fleet = fleet_holds(pools_by_host, int(self.get_option('fleet_hold_threshold') or 0), now)
-        self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet.items())])
-        self._guarded(self._save_fleet_state, now)
+        self.fleet_before = None
+        try:
+            self.fleet_before = self._save_fleet_state(now)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._warn('%s: %s' % (PLUGIN, describe(exc)))
+        # Announced only when it changes what the fleet holds: a repository held anew, later or on more hosts.
+        self.fleet_new = new_holds(self.fleet_before, self.fleet, now) if self.fleet_before is not None else self.fleet
+        self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet_new.items())])
         self._close_webhook()
-        self._recap()
+        self._recap(now, sorted(getattr(stats, 'processed', None) or ()))
 
     def _fleet_event(self, repo, entry, now):
         return {'event': 'fleet.held', 'at': iso(now), 'subject': 'repository/%s' % repo, 'repository': repo,
@@ -649,9 +723,13 @@ class CallbackModule(CallbackBase):
                 'threshold': int(self.get_option('fleet_hold_threshold')), 'run': self.run_id}
 
     def _save_fleet_state(self, now):
+        """Merge this run's fleet holds into the state file; returns the holds it had before (its entries that
+        have not ended), or None when it is unknown."""
         path = self.get_option('fleet_state_path')
-        if not path or (not self.fleet and not os.path.exists(path)):
-            return
+        if not path:
+            return None
+        if not self.fleet and not os.path.exists(path):
+            return {}
         ensure_dir(path)
         lock_fd = _files.open_file(path + '.lock', os.O_WRONLY | os.O_CREAT, 0o600)
         try:
@@ -665,11 +743,13 @@ class CallbackModule(CallbackBase):
                 except (OSError, IOError, ValueError) as exc:
                     self._warn('%s: the fleet hold file %s cannot be read (%s); it is written anew'
                                % (PLUGIN, path, describe(exc)))
+                    existing = None
                 if not isinstance(existing, dict):
-                    existing = {}
+                    existing = None
+            before = merge_holds(existing, {}, now) if existing is not None else None
             merged = merge_holds(existing, self.fleet, now)
             if merged == existing:
-                return
+                return before
             fd, tmp = tempfile.mkstemp(prefix='.fleet-holds.', dir=os.path.dirname(path) or '.')
             try:
                 os.fchmod(fd, 0o600)
@@ -682,6 +762,7 @@ class CallbackModule(CallbackBase):
             except OSError:
                 os.unlink(tmp)
                 raise
+            return before
         finally:
             os.close(lock_fd)
 
@@ -705,45 +786,35 @@ class CallbackModule(CallbackBase):
             self._warn('%s: of the events for the webhook at %s, %s; they were not sent'
                        % (PLUGIN, where(hook.url), '; '.join(problems)))
 
-    def _recap(self):
+    def _recap(self, now=None, processed=()):
+        """One line per host, and under it only what changed in this run: a task run that stopped, a runner
+        that ended, a pool held in this run. A host of the play without any drover.fleet result still takes
+        its one line (when there are any results at all)."""
         lines = []
-        for name in sorted(self.hosts):
-            rec = self.hosts[name]
-            words = ['events=%d' % rec['events']]
-            if rec['tasks']:
-                counts = dict((k, 0) for k in ('running', 'stopped', 'held', 'pending', 'other'))
-                for summary in rec['tasks'].values():
-                    counts[summary] += 1
-                text = 'tasks running=%(running)d stopped=%(stopped)d held=%(held)d' % counts
-                text += ''.join(' %s=%d' % (k, counts[k]) for k in ('pending', 'other') if counts[k])
-                if rec['unhealthy']:
-                    text += ' unhealthy=%d' % len(rec['unhealthy'])
-                words.append(text)
-            if rec['pools']:
-                slots = dict((state, 0) for state in SLOT_STATES)
-                for pool in rec['pools'].values():
-                    for state in SLOT_STATES:
-                        slots[state] += pool['slots'][state]
-                words.append('slots busy=%(busy)d idle=%(idle)d free=%(free)d starting=%(starting)d' % slots)
-            if rec['hidden']:
-                words.append('hidden by no_log=%d' % rec['hidden'])
-            lines.append('%-26s : %s' % (name, '  '.join(words)))
+        names = sorted(set(self.hosts) | set(to_text(h) for h in processed)) if self.hosts else []
+        for name in names:
+            rec = self.hosts.get(name) or blank_host()
+            lines.append(host_line(name, rec))
             for kind, key, text in rec['ended']:
                 if kind == 'task':
-                    now = rec['tasks'].get(key)
+                    state = rec['tasks'].get(key)
                     text += {'running': ', running again', 'held': ', held back', 'stopped': ', stays stopped'}.get(
-                        now, '')
+                        state, '')
                 lines.append('    %s' % text)
-            for pool_name in sorted(rec['pools']):
-                pool = rec['pools'][pool_name]
-                if pool['until']:
+            for pool_name in sorted(rec['held_now']):
+                pool = rec['pools'].get(pool_name)
+                if pool and pool['until']:
                     lines.append('    pool %s (%s) held until %s%s' % (
                         pool_name, pool['owner'] or '?', pool['until'],
                         ', cause %s' % pool['cause'] if pool['cause'] else ''))
-        for repo in sorted(self.fleet):
-            entry = self.fleet[repo]
+        for repo in sorted(self.fleet_new):
+            entry = self.fleet_new[repo]
             lines.append('fleet hold: %s on %d hosts (%s) until %s' % (
                 repo, len(entry['hosts']), ', '.join(entry['hosts']), entry['until']))
+        kept = fleet_holds_kept(dict((n, r['pools']) for n, r in self.hosts.items()), self.fleet_before,
+                                self.clock() if now is None else now)
+        for repo in sorted(set(kept) - set(self.fleet_new)):
+            lines.append('held fleet-wide: %s on %d hosts until %s' % (repo, kept[repo]['hosts'], kept[repo]['until']))
         if not self.hosts:
             lines.append('no drover.fleet results in this run')
         outputs = []

@@ -133,6 +133,12 @@ def pool_result(pool, owner, states, until=None, cause=None, events=None):
                      'hold': {'until': until, 'cause': cause, 'failures': 1 if until else 0, 'idle_exits': 0}}}
 
 
+def pool_held(pool, until, cause='start'):
+    """The event gh_runner_slot writes when it holds a pool in this run."""
+    return {'event': 'pool.held', 'at': '2030-03-17T17:40:00Z', 'pool': pool, 'subject': 'pool/%s' % pool,
+            'cause': cause, 'until': until, 'failures': 1}
+
+
 def read_log(path):
     with open(path) as handle:
         return [json.loads(line) for line in handle.read().splitlines()]
@@ -355,7 +361,12 @@ def test_recap_counts_tasks_slots_and_held_pools(make_plugin):
     plugin.v2_runner_on_ok(task_result('web2', pool_result('ci', 'acme/app', ['busy', 'idle', 'free', 'starting']),
                                        action='drover.fleet.gh_runner_slot'))
     plugin.v2_runner_on_ok(task_result('web2', pool_result('gpu', 'acme/ml', ['free', 'free'],
-                                                           until='2030-03-17T17:56:40Z', cause='start'),
+                                                           until='2030-03-17T17:56:40Z', cause='start',
+                                                           events=[pool_held('gpu', '2030-03-17T17:56:40Z')]),
+                                       action='drover.fleet.gh_runner_slot'))
+    # held since an earlier run: counted on the host's line, no line of its own (nothing changed)
+    plugin.v2_runner_on_ok(task_result('web2', pool_result('old', 'acme/old', ['free'],
+                                                           until='2030-03-17T17:58:00Z', cause='no job'),
                                        action='drover.fleet.gh_runner_slot'))
     plugin.v2_playbook_on_stats(None)
     lines = display.lines
@@ -364,9 +375,10 @@ def test_recap_counts_tasks_slots_and_held_pools(make_plugin):
     web2 = [line for line in lines if line.startswith('web2 ')]
     assert len(web1) == 1 and 'tasks running=1 stopped=2 held=1' in web1[0]
     assert 'slots' not in web1[0]
-    assert len(web2) == 1 and 'slots busy=1 idle=1 free=3 starting=1' in web2[0] and 'tasks' not in web2[0]
-    assert '    pool gpu (acme/ml) held until 2030-03-17T17:56:40Z, cause start' in lines
-    assert not any('pool ci' in line for line in lines)
+    assert len(web2) == 1 and 'tasks' not in web2[0]
+    assert web2[0].endswith(': events=1  slots busy=1 idle=1 free=4 starting=1 pools held=2'), web2
+    assert lines[lines.index(web2[0]) + 1:] == ['    pool gpu (acme/ml) held until 2030-03-17T17:56:40Z, cause start']
+    assert not any('pool ci' in line or 'pool old' in line for line in lines)
     assert not any(line.startswith('fleet hold') for line in lines)   # one host is not a fleet
     assert display.warnings == []
 
@@ -439,7 +451,8 @@ def test_recap_and_warnings_escape_what_containers_tasks_and_github_wrote(make_p
     plugin.v2_runner_on_ok(task_result('web1', pool_result(
         'ci', 'acme/app\n' + forged, ['idle'], until='2030-03-17T17:50:00Z', cause='start\nx', events=[
             {'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': 'ci', 'subject': 'pool/ci',
-             'runner_name': 'drover-1\r' + forged, 'took_job': True, 'oom_killed': False}]),
+             'runner_name': 'drover-1\r' + forged, 'took_job': True, 'oom_killed': False},
+            pool_held('ci', '2030-03-17T17:50:00Z', cause='start\nx')]),
         action='drover.fleet.gh_runner_slot'))
     plugin.v2_playbook_on_stats(None)
     printed = display.lines + display.warnings
@@ -451,6 +464,58 @@ def test_recap_and_warnings_escape_what_containers_tasks_and_github_wrote(make_p
     assert '    pool ci (acme/app\\n%s) held until 2030-03-17T17:50:00Z, cause start\\nx' % forged in display.lines
     assert len(display.warnings) == 1 and 'bad\\nfleet hold' in display.warnings[0], display.warnings
     assert plugin_mod.escaped('a\\b\tc') == 'a\\\\b\\tc'
+
+
+def test_recap_at_scale_one_line_per_host_plus_what_changed(make_plugin):
+    # 20 hosts (and one of the play with no drover.fleet result): each takes exactly one line; under a host
+    # come only what changed in this run (a stopped task, an ended runner, a pool held now); the pools held
+    # from before, or by a fleet-wide hold passed back to them, are counted on the host's line.
+    from ansible.executor.stats import AggregateStats
+    plugin, display = make_plugin()
+    plugin.clock = lambda: NOW
+    hosts = ['h%02d' % i for i in range(1, 21)]
+    stats = AggregateStats()
+    for host in hosts + ['h21']:
+        stats.increment('ok', host)
+    for host in hosts:
+        events = [task_event('task.stopped', reason='container main exited (137)')] if host == 'h03' else []
+        plugin.v2_runner_on_ok(task_result(host, {'tasks': [task_view('web', 'RUNNING')], 'events': events}))
+        held_now, ended = host in ('h05', 'h06'), host == 'h10'
+        if host < 'h05':       # not held
+            pool = pool_result('ci', 'acme/other', ['idle'])
+        else:                  # held in this run (h05, h06), or by the fleet-wide hold of acme/other
+            pool = pool_result('ci', 'acme/app' if held_now else 'acme/other', ['free'],
+                               until='2030-03-17T17:5%d:00Z' % (7 if host == 'h06' else 8),
+                               cause='no job' if held_now else 'fleet')
+        pool['events'] = ([pool_held('ci', pool['pool']['hold']['until'], 'no job')] if held_now else []) + (
+            [{'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': 'ci', 'subject': 'pool/ci',
+              'runner_name': 'drover-h10-small-1-1', 'took_job': True, 'oom_killed': False}] if ended else [])
+        plugin.v2_runner_on_ok(task_result(host, pool, action='drover.fleet.gh_runner_slot'))
+    plugin.v2_playbook_on_stats(stats)
+    lines = display.lines
+    assert lines[0] == 'BANNER DROVER FLEET RECAP'
+    under = {}
+    for line in lines[1:]:
+        if not line.startswith(' '):
+            under.setdefault(line.split(' ')[0], [])
+            last = line.split(' ')[0]
+        else:
+            under[last].append(line.strip())
+    assert sorted(h for h in under if h.startswith('h') and h != 'held') == hosts + ['h21']
+    assert dict((h, v) for h, v in under.items() if v) == {
+        'h03': ['task prod/web stopped: container main exited (137), running again'],
+        'h05': ['pool ci (acme/app) held until 2030-03-17T17:58:00Z, cause no job'],
+        'h06': ['pool ci (acme/app) held until 2030-03-17T17:57:00Z, cause no job'],
+        'h10': ['runner drover-h10-small-1-1 of pool ci ended (took a job)'],
+    }
+    by_host = dict((line.split(' ')[0], line) for line in lines if line.startswith('h') and not line.startswith('held'))
+    assert by_host['h01'] == '%-26s : events=0  tasks running=1 stopped=0 held=0  slots busy=0 idle=1 free=0 starting=0' % 'h01'
+    assert by_host['h12'].endswith(': events=0  tasks running=1 stopped=0 held=0  slots busy=0 idle=0 free=1 starting=0 '
+                                   'pools held=1')
+    assert by_host['h21'] == '%-26s : events=0' % 'h21'
+    assert lines[-2:] == ['fleet hold: acme/app on 2 hosts (h05, h06) until 2030-03-17T17:58:00Z',
+                          'held fleet-wide: acme/other on 14 hosts until 2030-03-17T17:58:00Z']
+    assert len(lines) == 1 + 21 + 4 + 2
 
 
 def test_recap_without_results(make_plugin):
@@ -540,7 +605,44 @@ def test_the_fleet_hold_passed_back_to_hosts_makes_no_new_one(make_plugin, tmp_p
     plugin.v2_playbook_on_stats(None)
     assert not state.exists() and plugin.fleet == {}
     assert not log.exists() or [e for e in read_log(str(log)) if e['event'] == 'fleet.held'] == []
-    assert '    pool ci (acme/app) held until 2030-03-17T17:58:00Z, cause fleet' in display.lines
+    # told once for the fleet, counted on each host's one line
+    assert 'held fleet-wide: acme/app on 3 hosts until 2030-03-17T17:58:00Z' in display.lines
+    assert not any(line.startswith(('    ', 'fleet hold')) for line in display.lines), display.lines
+    assert [line for line in display.lines if line.startswith('web')] == [
+        '%-26s : events=0  slots busy=0 idle=0 free=2 starting=0 pools held=1' % h for h in ('web1', 'web2', 'web3')]
+
+
+def test_a_fleet_hold_in_force_is_announced_only_when_it_changes(make_plugin, tmp_path, receiver):
+    # The pass after a fleet hold: the two hosts that made it are still held by their own holds, the others by
+    # the fleet's. Nothing changed: no fleet.held event, no `fleet hold:` line, one line for the fleet.
+    state = tmp_path / 'fleet-holds.json'
+    log = tmp_path / 'events.jsonl'
+    state.write_text(json.dumps({'acme/app': {'until': '2030-03-17T17:58:00Z', 'hosts': ['web1', 'web2'],
+                                              'since': '2030-03-17T17:40:00Z'}}))
+    written = state.read_text()
+    for until, hosts, announced in (('2030-03-17T17:58:00Z', ['web1', 'web2'], False),
+                                    ('2030-03-17T17:59:00Z', ['web1', 'web2'], True),     # later
+                                    ('2030-03-17T17:59:00Z', ['web1', 'web3'], True)):    # on one more host
+        hook = receiver()
+        plugin, display = make_plugin(fleet_state_path=str(state), log_path=str(log), webhook_url=hook.url)
+        plugin.clock = lambda: NOW
+        for host in ('web1', 'web2', 'web3', 'web4', 'web5'):
+            own = host in hosts
+            held_on(plugin, host, until if own else '2030-03-17T17:58:00Z', cause='no job' if own else 'fleet')
+        plugin.v2_playbook_on_stats(None)
+        fleet = [e for e in (read_log(str(log)) if log.exists() else []) if e['event'] == 'fleet.held'
+                 and e['run'] == plugin.run_id]
+        assert [b['event'] for ctype, b in hook.bodies] == ['fleet.held'] * len(fleet)
+        if not announced:
+            assert fleet == [] and state.read_text() == written
+            assert not any(line.startswith('fleet hold') for line in display.lines), display.lines
+            assert 'held fleet-wide: acme/app on 5 hosts until 2030-03-17T17:58:00Z' in display.lines
+            continue
+        assert [(e['hosts'], e['until']) for e in fleet] == [(hosts, until)]
+        assert 'fleet hold: acme/app on 2 hosts (%s) until %s' % (', '.join(hosts), until) in display.lines
+        assert not any(line.startswith('held fleet-wide') for line in display.lines), display.lines
+    assert json.loads(state.read_text()) == {'acme/app': {
+        'until': '2030-03-17T17:59:00Z', 'hosts': ['web1', 'web2', 'web3'], 'since': '2030-03-17T17:40:00Z'}}
 
 
 def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):
@@ -551,6 +653,15 @@ def test_threshold_zero_turns_fleet_holds_off(make_plugin, tmp_path):
         held_on(plugin, host, '2030-03-17T17:48:00Z')
     plugin.v2_playbook_on_stats(None)
     assert not state.exists() and plugin.fleet == {}
+
+
+def test_new_holds_is_pure():
+    before = {'r': {'until': '2030-03-17T17:50:00Z', 'hosts': ['a', 'b'], 'since': '2030-03-17T17:40:00Z'},
+              'gone': {'until': '2030-03-17T17:00:00Z', 'hosts': ['a', 'b'], 'since': '2030-03-17T16:40:00Z'}}
+    same = {'until': '2030-03-17T17:50:00Z', 'hosts': ['a'], 'pools': ['ci']}
+    held = {'r': same, 'gone': same, 'new': same}
+    assert plugin_mod.new_holds(before, held, NOW) == {'gone': same, 'new': same}
+    assert plugin_mod.new_holds(None, held, NOW) == held
 
 
 def test_merge_holds_is_pure():
