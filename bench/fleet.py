@@ -292,9 +292,34 @@ def measure_fleet(args, fleet, work):
                       '%6.1f cpu  peak %5.0f MiB' % figures, flush=True)
         if n == 1 and args.anchor_rounds:
             out['anchor'] = measure_anchor(runner, inventory, anchor, hosts, engines, args.anchor_rounds)
+        if n == max(args.hosts) and n > 1:
+            out['free'] = measure_free(work, inventory, hosts, engines, max(args.forks))
     out['summary'] = summarize(out['runs'])
     if 'anchor' in out:
         out['summary']['anchor'] = out['anchor']['summary']
+    if 'free' in out:
+        out['summary']['free'] = out['free']
+    return out
+
+
+def measure_free(work, inventory, hosts, engines, forks):
+    """The largest N once more with `strategy: free` (ANSIBLE_STRATEGY=free): the no-op converge and the
+    reconcile after a kill, against the linear strategy's figures of the same N and forks."""
+    runner = Runner(work, env_extra={'ANSIBLE_STRATEGY': 'free'})
+    n = len(hosts)
+    check_running(engines, 'before the free strategy round')
+    noop = runner.run(converge_play(), inventory, forks, 'free-n%d-f%d-noop' % (n, forks))
+    check_recaps(noop, hosts, 'free no-op N=%d' % n, changed_zero=True)
+    kill_one_each(engines)
+    rec = runner.run('drover.fleet.reconcile', inventory, forks, 'free-n%d-f%d-reconcile' % (n, forks))
+    check_recaps(rec, hosts, 'free reconcile N=%d' % n)
+    check_running(engines, 'free reconcile N=%d' % n)
+    out = {'hosts': n, 'forks': forks}
+    for key, res in (('noop', noop), ('reconcile', rec)):
+        out[key] = {'wall_s': round(res['wall'], 2), 'cpu_s': round(res['cpu'], 2),
+                    'cpu_per_host_s': round(res['cpu'] / n, 2)}
+    print('strategy free N=%d forks=%d  noop %6.1fs %6.2f cpu/host  reconcile %6.1fs %6.2f cpu/host' % (
+        n, forks, noop['wall'], noop['cpu'] / n, rec['wall'], rec['cpu'] / n), flush=True)
     return out
 
 
@@ -360,6 +385,11 @@ def print_table(summary):
         for r in summary['ratios']:
             print('| %d | %d | %s | %.2f | %.2f |' % (r['hosts'], r['forks'], r['phase'],
                                                       r['wall_over_cpu_bound_ideal'], r['cpu_per_host_over_one_host']))
+    if 'free' in summary:
+        f = summary['free']
+        print('\nstrategy free, N=%d forks=%d: no-op %.1f s wall, %.2f CPU s/host; reconcile %.1f s wall, %.2f CPU s/host'
+              % (f['hosts'], f['forks'], f['noop']['wall_s'], f['noop']['cpu_per_host_s'], f['reconcile']['wall_s'],
+                 f['reconcile']['cpu_per_host_s']))
     if 'anchor' in summary:
         a = summary['anchor']
         print('\none host, nothing to do: converge %.2f s wall / %.2f s CPU, module call alone %.2f s / %.2f s: '
