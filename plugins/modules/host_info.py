@@ -33,7 +33,7 @@ options:
   store_dir_mode:
     description:
       - The mode the store's directory must have, in octal (for example V(0700)). A mode given another way is
-        never found as it is (RV(store_dir.mode_ok) is null), so the host is not RV(ready).
+        never found as it is (C(mode_ok) of RV(store_dir) is null), so the host is not RV(ready).
       - When not set, any mode will do.
     type: str
   image:
