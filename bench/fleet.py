@@ -293,7 +293,7 @@ def measure_fleet(args, fleet, work):
         if n == 1 and args.anchor_rounds:
             out['anchor'] = measure_anchor(runner, inventory, anchor, hosts, engines, args.anchor_rounds)
         if n == max(args.hosts) and n > 1:
-            out['free'] = measure_free(work, inventory, hosts, engines, max(args.forks))
+            out['free'] = measure_free(fleet, work, inventory, hosts, engines, max(args.forks))
     out['summary'] = summarize(out['runs'])
     if 'anchor' in out:
         out['summary']['anchor'] = out['anchor']['summary']
@@ -302,11 +302,15 @@ def measure_fleet(args, fleet, work):
     return out
 
 
-def measure_free(work, inventory, hosts, engines, forks):
+def measure_free(fleet, work, inventory, hosts, engines, forks):
     """The largest N once more with `strategy: free` (ANSIBLE_STRATEGY=free): the no-op converge and the
-    reconcile after a kill, against the linear strategy's figures of the same N and forks."""
+    reconcile after a kill, against the linear strategy's figures of the same N and forks. From nothing, as
+    every round: a second kill in the same streak would be held back, not restarted."""
     runner = Runner(work, env_extra={'ANSIBLE_STRATEGY': 'free'})
     n = len(hosts)
+    reset(fleet, engines, work)
+    check_recaps(runner.run(converge_play(), inventory, forks, 'free-n%d-f%d-cold' % (n, forks)), hosts,
+                 'free cold converge N=%d' % n)
     check_running(engines, 'before the free strategy round')
     noop = runner.run(converge_play(), inventory, forks, 'free-n%d-f%d-noop' % (n, forks))
     check_recaps(noop, hosts, 'free no-op N=%d' % n, changed_zero=True)
