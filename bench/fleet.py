@@ -22,11 +22,14 @@ The anchor (one host, the issue's "a playbook holding only the module calls"): t
 tasks role makes, for the same 5 tasks, in a playbook of its own, nothing to do, alternating with the
 converge no-op of the same host (--anchor-rounds rounds).
 
+At the largest N, once more with `strategy: free` (one round from nothing), and with --poll-rounds R, R rounds
+of the controller's internal_poll_interval at 0.05 s alternating with the default.
+
 --profile: instead of the above, one host's no-op converge and reconcile, profiled per role task: the time of
 each task from the controller's view (a callback in bench/callback_plugins) and the module processes it ran
 (the module interpreter wrapped in bench/timed_python.sh, which logs each module run's wall and CPU time).
 
-    python bench/fleet.py [--hosts 1,10,20] [--forks 1,5,20] [--rounds 3,2,1] [--anchor-rounds 5] [--json out]
+    python bench/fleet.py [--hosts 1,10,20] [--forks 1,5,20] [--rounds 3,2,1] [--anchor-rounds 5] [--poll-rounds 0] [--json out]
     python bench/fleet.py --profile [--rounds 3] [--json out]
 
 Everything it starts is stopped, and its directories removed, at the end (on failure and Ctrl-C too).
@@ -294,12 +297,45 @@ def measure_fleet(args, fleet, work):
             out['anchor'] = measure_anchor(runner, inventory, anchor, hosts, engines, args.anchor_rounds)
         if n == max(args.hosts) and n > 1:
             out['free'] = measure_free(fleet, work, inventory, hosts, engines, max(args.forks))
+            if args.poll_rounds:
+                out['poll'] = measure_poll(fleet, work, inventory, hosts, engines, max(args.forks), args.poll_rounds)
     out['summary'] = summarize(out['runs'])
     if 'anchor' in out:
         out['summary']['anchor'] = out['anchor']['summary']
     if 'free' in out:
         out['summary']['free'] = out['free']
+    if 'poll' in out:
+        out['summary']['poll'] = out['poll']['summary']
     return out
+
+
+POLL_INTERVAL = 0.05
+
+
+def measure_poll(fleet, work, inventory, hosts, engines, forks, rounds):
+    """The largest N with the controller's internal_poll_interval at POLL_INTERVAL (ansible.cfg; Ansible's
+    default 0.001 s has the controller poll its workers a thousand times a second while it waits), alternating
+    with the default: the no-op converge and the reconcile with nothing to do, `rounds` times each."""
+    cfg = os.path.join(work, 'poll.cfg')
+    with open(cfg, 'w') as handle:
+        handle.write('[defaults]\ninternal_poll_interval = %s\n' % POLL_INTERVAL)
+    runners = {'default': Runner(work), 'poll': Runner(work, env_extra={'ANSIBLE_CONFIG': cfg})}
+    n = len(hosts)
+    reset(fleet, engines, work)
+    check_recaps(runners['default'].run(converge_play(), inventory, forks, 'poll-cold'), hosts, 'poll cold')
+    samples = {}
+    for r in range(rounds):
+        for name in (('default', 'poll') if r % 2 == 0 else ('poll', 'default')):
+            for key, play in (('noop', converge_play()), ('reconcile', 'drover.fleet.reconcile')):
+                res = runners[name].run(play, inventory, forks, 'poll-%s-%s' % (name, key))
+                check_recaps(res, hosts, 'poll %s %s' % (name, key), changed_zero=True)
+                samples.setdefault('%s_%s' % (name, key), []).append(round(res['cpu'] / n, 3))
+                print('poll round %d %-7s %-9s %6.1fs wall %5.2f cpu/host' % (r + 1, name, key, res['wall'], res['cpu'] / n),
+                      flush=True)
+    check_running(engines, 'after the poll rounds')
+    summary = dict((k, round(statistics.median(v), 2)) for k, v in samples.items())
+    summary.update(hosts=n, forks=forks, rounds=rounds, interval=POLL_INTERVAL)
+    return {'samples': samples, 'summary': summary}
 
 
 def measure_free(fleet, work, inventory, hosts, engines, forks):
@@ -394,6 +430,11 @@ def print_table(summary):
         print('\nstrategy free, N=%d forks=%d: no-op %.1f s wall, %.2f CPU s/host; reconcile %.1f s wall, %.2f CPU s/host'
               % (f['hosts'], f['forks'], f['noop']['wall_s'], f['noop']['cpu_per_host_s'], f['reconcile']['wall_s'],
                  f['reconcile']['cpu_per_host_s']))
+    if 'poll' in summary:
+        p = summary['poll']
+        print('\ninternal_poll_interval %s against the default, N=%d forks=%d, medians of %d: no-op %.2f against %.2f CPU s/host, '
+              'reconcile (nothing to do) %.2f against %.2f' % (p['interval'], p['hosts'], p['forks'], p['rounds'], p['poll_noop'],
+                                                               p['default_noop'], p['poll_reconcile'], p['default_reconcile']))
     if 'anchor' in summary:
         a = summary['anchor']
         print('\none host, nothing to do: converge %.2f s wall / %.2f s CPU, module call alone %.2f s / %.2f s: '
@@ -528,6 +569,8 @@ def main(argv=None):
     parser.add_argument('--rounds', type=parse_list, default=parse_list(os.environ.get('BENCH_FLEET_ROUNDS') or '3,2,1'),
                         help='rounds for each --hosts value (the last one repeats)')
     parser.add_argument('--anchor-rounds', type=int, default=int(os.environ.get('BENCH_FLEET_ANCHOR_ROUNDS') or 5))
+    parser.add_argument('--poll-rounds', type=int, default=int(os.environ.get('BENCH_FLEET_POLL_ROUNDS') or 0),
+                        help='rounds of the internal_poll_interval comparison at the largest N (0, the default: none)')
     parser.add_argument('--profile', action='store_true')
     parser.add_argument('--json', default=None)
     args = parser.parse_args(argv)
