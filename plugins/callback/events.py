@@ -586,12 +586,15 @@ class CallbackModule(CallbackBase):
     # -- collecting --
 
     def _guarded(self, func, *args):
-        """Nothing this plugin does may fail the playbook: report what went wrong as a warning."""
+        """Nothing this plugin does may fail the playbook: report what went wrong as a warning. Returns what
+        `func` returned, None when it failed."""
+        out = None
         try:
-            func(*args)
+            out = func(*args)
         except Exception as exc:  # pylint: disable=broad-except
             self._warn('%s: %s' % (PLUGIN, describe(exc)))
         self._warn_webhook()
+        return out
 
     def _warn(self, text):
         """A warning, on one line whatever an error or a path in it holds."""
@@ -706,11 +709,7 @@ class CallbackModule(CallbackBase):
         now = self.clock()
         pools_by_host = dict((name, rec['pools']) for name, rec in self.hosts.items())
         self.fleet = fleet_holds(pools_by_host, int(self.get_option('fleet_hold_threshold') or 0), now)
-        self.fleet_before = None
-        try:
-            self.fleet_before = self._save_fleet_state(now)
-        except Exception as exc:  # pylint: disable=broad-except
-            self._warn('%s: %s' % (PLUGIN, describe(exc)))
+        self.fleet_before = self._guarded(self._save_fleet_state, now)
         # Announced only when it changes what the fleet holds: a repository held anew, later or on more hosts.
         self.fleet_new = new_holds(self.fleet_before, self.fleet, now) if self.fleet_before is not None else self.fleet
         self._emit([self._fleet_event(repo, entry, now) for repo, entry in sorted(self.fleet_new.items())])

@@ -6,9 +6,9 @@ directory, an image.
 
 Owns: asking the engine for its version and an image (through the engine adapter, when the Docker SDK
 imports), finding which libraries the interpreter cannot import (without importing them), reading the store
-directory's mode, and the interpreter and OS family that the drover.fleet.host role's install steps need.
+directory's mode, and the interpreter the other modules run with.
 Must not: change anything on the host, fail because the host lacks something (that is what it reports), or
-import a library it checks for.
+import a library it checks for (the Docker SDK comes only through the engine adapter, which runs without it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,29 +21,6 @@ import stat
 import sys
 
 from ansible_collections.drover.fleet.plugins.module_utils import _docker
-
-OS_RELEASE = '/etc/os-release'
-# /etc/os-release ID and ID_LIKE words, as Ansible's setup module names the family.
-FAMILIES = (('debian', 'Debian'), ('ubuntu', 'Debian'), ('rhel', 'RedHat'), ('fedora', 'RedHat'),
-            ('centos', 'RedHat'), ('suse', 'Suse'), ('alpine', 'Alpine'), ('arch', 'Archlinux'))
-
-
-def os_family(path=OS_RELEASE):
-    """Debian, RedHat, ... from os-release's ID and ID_LIKE; None when it says nothing we know."""
-    words = []
-    try:
-        with open(path) as handle:
-            for line in handle:
-                key, dummy, value = line.strip().partition('=')
-                if key in ('ID', 'ID_LIKE'):
-                    words.extend(value.strip('"\'').lower().split())
-    except (IOError, OSError):
-        return None
-    for word in words:
-        for known, family in FAMILIES:
-            if word == known:
-                return family
-    return None
 
 
 def missing_libraries(names):
@@ -111,7 +88,6 @@ def check(params):
     result = {
         'changed': False,
         'python': {'executable': sys.executable, 'version': '%d.%d.%d' % sys.version_info[:3]},
-        'os_family': os_family(),
         'libraries_missing': missing_libraries(params.get('libraries') or []),
         'store_dir': directory(store_dir, params.get('store_dir_mode')),
     }

@@ -117,11 +117,6 @@ python:
   returned: always
   type: dict
   sample: {executable: /usr/bin/python3, version: 3.11.2}
-os_family:
-  description: The OS family from C(/etc/os-release), as Ansible's facts name it (V(Debian), V(RedHat), ...).
-  returned: always
-  type: str
-  sample: Debian
 '''
 
 from ansible.module_utils.basic import AnsibleModule

@@ -10,22 +10,6 @@ from ansible_collections.drover.fleet.plugins.module_utils import _host, _host_c
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store
 
 
-def test_os_family_reads_id_and_id_like(tmp_path):
-    debian = tmp_path / 'debian'
-    debian.write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')
-    mint = tmp_path / 'mint'
-    mint.write_text('ID=linuxmint\nID_LIKE="ubuntu debian"\n')
-    rocky = tmp_path / 'rocky'
-    rocky.write_text('ID="rocky"\nID_LIKE="rhel centos fedora"\n')
-    odd = tmp_path / 'odd'
-    odd.write_text('ID=plan9\n')
-    assert _host_check.os_family(str(debian)) == 'Debian'
-    assert _host_check.os_family(str(mint)) == 'Debian'
-    assert _host_check.os_family(str(rocky)) == 'RedHat'
-    assert _host_check.os_family(str(odd)) is None
-    assert _host_check.os_family(str(tmp_path / 'missing')) is None
-
-
 def test_missing_libraries_are_found_without_importing_them():
     name = 'drover_no_such_library_%d' % os.getpid()
     before = set(sys.modules)
