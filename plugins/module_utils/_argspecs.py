@@ -135,6 +135,7 @@ def ecs_task_spec():
         pid_mode=dict(type='str', choices=['host', 'task']),
         tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
+        host_check=dict(type='dict', options=host_check_options()),
         gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
         gpu_devices=dict(type='list', elements='str'),
         gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
@@ -170,9 +171,14 @@ def ecs_task_info_spec():
 HOST_LIBRARIES = ['docker', 'pyroute2', 'github', 'pynvml']
 
 
-def host_info_spec():
-    spec = dict(store_dir=dict(type='path'), store_dir_mode=dict(type='str'), image=dict(type='str'),
+def host_check_options():
+    """What one look at the host asks for: host_info's own options, and ecs_task's host_check."""
+    return dict(store_dir=dict(type='path'), store_dir_mode=dict(type='str'), image=dict(type='str'),
                 libraries=dict(type='list', elements='str', default=list(HOST_LIBRARIES)))
+
+
+def host_info_spec():
+    spec = host_check_options()
     spec.update(host_args(lock=False))
     return spec
 

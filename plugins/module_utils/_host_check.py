@@ -9,6 +9,9 @@ imports), finding which libraries the interpreter cannot import (without importi
 directory's mode, and the interpreter the other modules run with.
 Must not: change anything on the host, fail because the host lacks something (that is what it reports), or
 import a library it checks for (the Docker SDK comes only through the engine adapter, which runs without it).
+
+Two modules look with it: drover.fleet.host_info (the look alone), and drover.fleet.ecs_task given `host_check`
+(the look first, in the same module run as the converge it goes on to only on a ready host).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -107,3 +110,12 @@ def check(params):
     result['needs'] = needs
     result['ready'] = not needs
     return result
+
+
+def look(params):
+    """ecs_task's `host_check`: check() with the engine, store and timeout of the ecs_task call."""
+    given = dict(params['host_check'])
+    given.update(docker_host=params.get('docker_host'), store_path=params['store_path'], timeout=params.get('timeout'))
+    found = check(given)
+    found.pop('changed')
+    return found

@@ -586,6 +586,29 @@ options:
       - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
     type: bool
     default: false
+  host_check:
+    description:
+      - Look at the host first, as M(drover.fleet.host_info) does (the engine of O(docker_host), the store
+        directory of O(store_path)), in the same module run.
+      - On a host that lacks something, nothing is converged and nothing changes; RV(host) says what it lacks
+        (the C(drover.fleet.converge) playbook then prepares the host and calls again). On a ready host the
+        converge goes on as without this option.
+    type: dict
+    suboptions:
+      store_dir:
+        description: The store's directory, as in M(drover.fleet.host_info); by default that of O(store_path).
+        type: path
+      store_dir_mode:
+        description: The mode it must have, in octal, as in M(drover.fleet.host_info).
+        type: str
+      image:
+        description: An image the engine must have (the netns holder image).
+        type: str
+      libraries:
+        description: The import names of the Python libraries the module interpreter must find.
+        type: list
+        elements: str
+        default: [docker, pyroute2, github, pynvml]
 notes:
   - Registry passwords are never written to the module's output, the store, a label or a log.
   - Containers run without the C(NET_RAW) capability unless they add it back (O(containers[].capabilities)); the
@@ -795,9 +818,16 @@ events:
   sample:
     - {event: task.stopped, at: '2026-12-02T14:22:28Z', cluster: default, task: web,
        subject: task/default/web, reason: container main exited (1)}
+host:
+  description:
+    - The look at the host of O(host_check), in the shape of M(drover.fleet.host_info)'s return values
+      (C(ready), C(needs), C(engine), C(libraries_missing), C(store_dir), C(image), C(python)).
+  returned: when O(host_check) is given
+  type: dict
+  sample: {ready: false, needs: [store_dir], libraries_missing: []}
 ansible_facts:
   description: Facts about the host, set on it by Ansible.
-  returned: success
+  returned: success, unless O(host_check) found the host lacking something
   type: dict
   contains:
     drover_host_pools:
@@ -815,6 +845,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils._host_check import look
 from ansible_collections.drover.fleet.plugins.module_utils._td_model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
 
@@ -826,6 +857,16 @@ def main():
         entries=('tasks',),
         **_argspecs.ECS_TASK_RULES
     )
+    seen = None
+    if module.params.get('host_check') is not None:
+        seen = look(module.params)
+        if not seen['ready']:
+            # Nothing converged on a host that lacks something: the caller prepares it, then calls again.
+            deferred = dict(changed=False, host=seen, events=[],
+                            msg='the host lacks %s: no task was converged' % ', '.join(seen['needs']))
+            if module.params.get('tasks') is not None:
+                deferred['tasks'] = []
+            module.exit_json(**deferred)
     require_docker(module)
     given = [module.params.get('task_definition')] + [t.get('task_definition') for t in module.params.get('tasks') or []
                                                       if isinstance(t, dict)]
@@ -840,6 +881,8 @@ def main():
         module.warn(warning)
     if module.params.get('tasks') is None:
         result['task'] = result.pop('tasks')[0]
+    if seen is not None:
+        result['host'] = seen
     module.exit_json(**result)
 
 

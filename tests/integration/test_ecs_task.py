@@ -4,6 +4,7 @@ idempotent check), and what the host holds listed before and after."""
 
 from __future__ import absolute_import, division, print_function
 
+import os
 import sqlite3
 
 import pytest
@@ -316,3 +317,38 @@ def test_a_replacement_names_the_fields_that_changed(engine, cluster, converge):
     assert not set(c['runtime_id'] for c in applied['task']['containers']) & set(ids)
     again = converge(name='fields', containers=changed)
     assert again['changed'] is False and 'changed_fields' not in again['task']
+
+
+def test_host_check_converges_nothing_on_a_host_that_lacks_something(engine, cluster, converge, store_path):
+    """host_check, drover.fleet.converge's first pass: on a host that lacks something (here the store's
+    directory, a library, an image), nothing is converged and nothing changes, in check mode or not, and the look
+    says what is lacking; on a ready host the same module run converges, and returns the look too."""
+    args = dict(name='web', containers=[container('main')])
+    lacking = dict(store_dir_mode='0700', image='drover.local/no-such-image:1',
+                   libraries=['docker', 'drover_not_a_library'])
+    store_dir = os.path.dirname(store_path)
+    before = host_snapshot(engine, store_path)
+    for check in (True, False):
+        result = converge(check=check, host_check=lacking, **args)
+        assert result['changed'] is False and result['events'] == [] and 'task' not in result
+        assert result['host']['ready'] is False
+        assert result['host']['needs'] == ['libraries', 'store_dir', 'image']
+        assert result['host']['libraries_missing'] == ['drover_not_a_library']
+        assert result['host']['image'] == {'name': 'drover.local/no-such-image:1', 'present': False}
+        assert result['msg'] == 'the host lacks libraries, store_dir, image: no task was converged'
+        assert 'ansible_facts' not in result
+        assert host_snapshot(engine, store_path) == before and not os.path.exists(store_dir)
+    os.makedirs(store_dir, mode=0o700)
+    result = converge(host_check=dict(lacking, libraries=['docker']), **args)
+    assert result['host']['needs'] == ['image'] and result['changed'] is False
+    assert task_containers(engine, cluster) == [] and store_rows(store_path) is None
+    os.chmod(store_dir, 0o755)
+    ready = dict(store_dir_mode='0755', image=IMAGE, libraries=['docker', 'sqlite3'])
+    check, apply, again, check2 = four_steps(converge, host_check=ready, **args)
+    assert check['changed'] and check['task']['last_status'] == 'PENDING' and check['host']['ready'] is True
+    assert apply['changed'] and apply['task']['last_status'] == 'RUNNING'
+    assert apply['host']['ready'] is True and apply['host']['needs'] == []
+    assert apply['host']['engine']['answers'] is True and apply['host']['store_dir']['mode'] == '0755'
+    assert not again['changed'] and not check2['changed'] and again['host']['ready'] is True
+    assert statuses(engine, cluster) == {'web-main': 'running'}
+    assert 'drover_host_pools' in apply['ansible_facts']

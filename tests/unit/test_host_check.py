@@ -70,3 +70,17 @@ def test_held_pools_are_the_store_s_and_the_runner_containers_of_this_store(tmp_
         assert _host.held_pools(store, listing, path) == ['build', 'ci', 'legacy']
     finally:
         store.close()
+
+
+def test_ecs_task_s_look_takes_the_engine_store_and_timeout_of_the_call(tmp_path):
+    store_dir = tmp_path / 'state'
+    store_dir.mkdir(mode=0o700)
+    found = _host_check.look({
+        'docker_host': 'unix://%s' % (tmp_path / 'no-engine.sock'), 'timeout': 2,
+        'store_path': str(store_dir / 'store.db'),
+        'host_check': {'store_dir': None, 'store_dir_mode': '0700', 'image': None, 'libraries': ['json']}})
+    assert 'changed' not in found
+    assert found['needs'] == ['engine'] and found['ready'] is False
+    assert 'no-engine.sock' in found['engine']['error']
+    assert found['store_dir'] == {'path': str(store_dir), 'exists': True, 'mode': '0700', 'mode_ok': True}
+    assert 'image' not in found
