@@ -651,6 +651,21 @@ EXAMPLES = r'''
     purge: true
     tasks: "{{ drover_tasks }}"
 
+- name: Converge the set only on a host that has what it needs (drover.fleet.converge's first pass)
+  drover.fleet.ecs_task:
+    cluster: prod
+    purge: true
+    tasks: "{{ drover_tasks }}"
+    host_check:
+      store_dir_mode: "0700"
+      image: drover.local/busybox:1
+  register: first
+
+- name: Say what the host lacks, where it lacks something
+  ansible.builtin.debug:
+    msg: "{{ first.host.needs }}"
+  when: not first.host.ready
+
 - name: An awsvpc task around a hot-plugged ENI
   drover.fleet.ecs_task:
     name: api
