@@ -727,7 +727,7 @@ EXAMPLES = r'''
 RETURN = r'''
 task:
   description: The task, when one task was declared (O(name)).
-  returned: when O(tasks) is not given
+  returned: when O(tasks) is not given, unless O(host_check) found the host lacking something
   type: dict
   contains:
     name:
@@ -817,7 +817,9 @@ task:
               own C(HEALTHCHECK) does not count).
           type: str
 tasks:
-  description: Every task declared (and purged), in the shape of RV(task).
+  description:
+    - Every task declared (and purged), in the shape of RV(task); empty when O(host_check) found the host
+      lacking something.
   returned: when O(tasks) is given
   type: list
   elements: dict
