@@ -103,7 +103,7 @@ integration: setup registry
 	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
 	hack/leaks.sh
 
-MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info
+MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles
 
 docs: venv collection
 	for m in $(MODULES); do $(VENV)/bin/ansible-doc drover.fleet.$$m >/dev/null; done

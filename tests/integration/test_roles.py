@@ -100,7 +100,8 @@ def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converg
     rc, out = playbook('drover.fleet.converge', tmp_path, extra)
     assert rc != 0, out[-4000:]
     assert 'Validation of arguments failed' in out, out[-4000:]
-    assert "arg spec 'validate'" in out                          # the playbook's up-front check stopped it
+    # the playbook's up-front check of every role's variables stopped it
+    assert 'TASK [Check the variables of drover.fleet.host, drover.fleet.tasks and drover.fleet.runner_pools]' in out
     assert recap(out)[1:] == (0, 0, 1), out[-4000:]
     assert task_containers(engine, cluster) == []
     assert not (tmp_path / 'state').exists()                     # not even the store directory was made
@@ -229,9 +230,11 @@ def test_pools_held_fleet_wide_then_drained(engine, tmp_path, converge_vars, sta
     rc, out = playbook('drover.fleet.reconcile', tmp_path, dict(converge_vars, drover_tasks=[], drover_pools_defaults=auth))
     assert rc == 0, out[-4000:]
     assert recap(out)[1:] == (0, 0, 0), out[-4000:]             # the pool's record is gone
-    # nothing declared and nothing held (the tasks role's drover_host_pools is empty): no pools pass at all
+    # nothing declared and nothing held (the tasks role's drover_host_pools is empty): no pools pass at all, the
+    # host's pass ends before the pools role
     assert 'Converge the pools in one pass' not in out, out[-4000:]
-    assert 'Converge the pools, or drain those the host still holds' in out, out[-4000:]
+    assert 'Converge the pools, or drain those the host still holds' not in out, out[-4000:]
+    assert 'TASK [End the pass of a host with no pool to converge or drain]' in out, out[-4000:]
 
 
 TIMER_PLAY = '''
