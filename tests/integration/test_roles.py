@@ -107,6 +107,23 @@ def test_bad_variable_fails_before_any_change(engine, cluster, tmp_path, converg
     assert not (tmp_path / 'state').exists()                     # not even the store directory was made
 
 
+def test_a_value_that_breaks_out_of_the_unit_fails_under_the_host_tag(engine, cluster, tmp_path, converge_vars):
+    # The host role trusts the play's check of its values and does not repeat it: the check must run under
+    # --tags drover_host too, or a newline in the region would add a directive to the endpoint's unit.
+    units, lib = tmp_path / 'units', tmp_path / 'lib'
+    extra = dict(converge_vars, drover_host_credentials_endpoint=True, drover_host_credentials_unit_dir=str(units),
+                 drover_host_credentials_dir=str(lib), drover_host_credentials_region='us-east-1\nExecStartPre=/bin/true',
+                 drover_host_install_engine=False, drover_host_install_python_deps=False, drover_host_build_image=False)
+    for tags in (['--tags', 'drover_host'], ['--skip-tags', 'drover_tasks,drover_pools']):
+        rc, out = playbook('drover.fleet.converge', tmp_path, extra, args=tags)
+        assert rc != 0, out[-4000:]
+        assert 'drover_host_credentials_region must be an AWS region name' in out, out[-4000:]
+        assert 'nothing was written' in out
+        assert recap(out)[1:] == (0, 0, 1), out[-4000:]
+        assert not units.exists() and not lib.exists() and not (tmp_path / 'state').exists()
+    assert task_containers(engine, cluster) == []
+
+
 def test_the_host_policy_reaches_the_module(engine, cluster, tmp_path, converge_vars):
     """drover_allow_host_namespaces, drover_bind_paths, drover_attributes, drover_allow_privileged, the log
     drivers and drover_aws_logs are the module's host options: a task they refuse fails the play and changes nothing."""
@@ -158,6 +175,18 @@ def test_reconcile_reports_a_killed_task_stopped(engine, cluster, tmp_path, conv
     assert rc == 0, out[-4000:]
     assert recap(out)[1:] == (0, 0, 0), out[-4000:]              # STOPPED stays STOPPED
     assert '%s/sleeper: STOPPED (container main exited (137))' % cluster in out
+
+
+def test_the_playbooks_run_with_private_role_vars(engine, cluster, tmp_path, converge_vars):
+    # The playbooks read role variables at the play's level (the host role's look, the pools role's condition):
+    # their imports are public, whatever the user's ansible.cfg makes the default.
+    private = {'ANSIBLE_PRIVATE_ROLE_VARS': 'true'}
+    for target, changed in (('drover.fleet.converge', True), ('drover.fleet.converge', False),
+                            ('drover.fleet.reconcile', False)):
+        rc, out = playbook(target, tmp_path, converge_vars, env=private)
+        assert rc == 0, (target, out[-4000:])
+        assert '%s/sleeper: RUNNING' % cluster in out, out[-4000:]
+        assert (recap(out)[1] > 0) == changed and recap(out)[2:] == (0, 0), (target, out[-4000:])
 
 
 def test_a_task_declared_healthy_is_waited_for_and_reported(engine, cluster, tmp_path, converge_vars):

@@ -61,7 +61,7 @@ def test_every_role_variable_is_checked_and_each_error_named_once():
         'drover_tasks': [{'name': 'web', 'restart': 'sometimes', 'containers': []}],
         'drover_pools': [{'pool': 'p1', 'scale': 'sometimes'}],
         'drover_host_install_engine': 'perhaps',
-        'drover_allow_privileged': 'perhaps',        # declared by all three roles: one message, not three
+        'drover_allow_host_network': 'perhaps',      # declared by tasks and runner_pools: one message, not two
         'drover_store_path': trust_as_template('{{ state_dir }}/store.db'),     # as inventory variables are
         'state_dir': '/srv/drover',
     }
@@ -73,7 +73,7 @@ def test_every_role_variable_is_checked_and_each_error_named_once():
     assert [e for e in errors if 'restart' in e and 'sometimes' in e and 'drover_tasks' in e]
     assert [e for e in errors if 'scale' in e and 'sometimes' in e]
     assert [e for e in errors if 'drover_host_install_engine' in e]
-    assert len([e for e in errors if 'drover_allow_privileged' in e]) == 1
+    assert len([e for e in errors if 'drover_allow_host_network' in e]) == 1
     assert len(errors) == 4, errors
 
 
@@ -93,3 +93,16 @@ def test_only_the_named_roles_are_checked():
     bad_pools = {'drover_pools': 'notalist-of-pools'}
     assert action({'roles': ['runner_pools']}, bad_pools)['failed'] is True
     assert not action({'roles': ['tasks']}, bad_pools).get('failed')
+
+
+def test_a_no_log_value_is_in_no_message(monkeypatch):
+    secret = 'S3cr3t-registry-password'
+    spec = {'drover_registry_password': {'type': 'str', 'no_log': True, 'choices': ['a', 'b']},
+            'drover_pools': {'type': 'list', 'elements': 'dict', 'options': {
+                'token': {'type': 'int', 'no_log': True}}}}
+    monkeypatch.setattr(plugin_mod, 'role_options', lambda role, entry_point: spec)
+    given = {'drover_registry_password': secret, 'drover_pools': [{'token': secret}]}
+    result = action({'roles': ['runner_pools']}, given)
+    assert result['failed'] is True
+    assert len(result['argument_errors']) == 2, result['argument_errors']
+    assert secret not in repr(result)
