@@ -51,7 +51,8 @@ attributes:
     platforms: all
 notes:
   - Each role's own check stays where the role runs on its own (its C(main) or C(validate) entry point);
-    import a role with C(rolespec_validate=false) after this task so that it is not checked twice.
+    import a role with C(rolespec_validate=false) after this task so that it is not checked twice, and with
+    C(public=true) where the play reads the role's variables.
 seealso:
   - module: ansible.builtin.validate_argument_spec
 '''
@@ -66,6 +67,7 @@ EXAMPLES = r'''
     name: drover.fleet.tasks
     tasks_from: validate
     rolespec_validate: false
+    public: true
 '''
 
 RETURN = r'''
