@@ -60,6 +60,9 @@ done
 for dir in /run/drover/firelens/*/; do
   [ -d "$dir" ] && left+=("FireLens files ${dir%/}")
 done
+while read -r target; do
+  [ -n "$target" ] && left+=("mount $target")
+done < <(findmnt -rn -o TARGET 2>/dev/null | grep '^/run/drover/' || true)
 # Simulated hosts' engines (tests/fixtures/fleet_engines.py: the fleet test's and the fleet bench's dockerd,
 # one directory per run); a fleet bench running meanwhile shows here too.
 for dir in /run/drover-fleet/*/ /var/lib/drover-fleet/*/; do
@@ -68,6 +71,8 @@ done
 while read -r ns _; do
   case $ns in drvfleet-*) left+=("simulated engines' netns $ns") ;; esac
 done < <(ip netns list 2>/dev/null)
+# The ECR name the registry tests point at the local registry (tests/integration/test_registry_pull.py).
+grep -q 'drover-test' /etc/hosts 2>/dev/null && left+=("/etc/hosts line: $(grep 'drover-test' /etc/hosts | head -1)")
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)

@@ -526,9 +526,9 @@ options:
         description:
         - 'Pull credentials for the container''s image from AWS Secrets Manager (ECS''s private registry authentication):
           the secret holds a JSON object with C(username) and C(password). It is read when the image is pulled, as the
-          task''s O(execution_role_arn) (assumed through STS with the host''s credentials) or as the host when there is
-          none, in the region of its ARN (else O(aws_region)), through O(aws_endpoint_url) when set; the credentials serve
-          that pull only and are never kept, logged or returned.'
+          task''s O(execution_role_arn) (assumed through STS with the host''s credentials), which the task must have (as
+          ECS requires: never as the host), in the region of its ARN (else O(aws_region)), through O(aws_endpoint_url)
+          when set; the credentials serve that pull only and are never kept, logged or returned.'
         - A secret that cannot be read stops the task with a reason that names its ARN and AWS's error code. For this
           container's image it takes the place of O(registry_auth).
         - ECS C(repositoryCredentials).

@@ -187,6 +187,11 @@ class TaskNetwork:
             net.attach(spec.netns, holder['pid'])
         if 'eni' in steps:
             found = net.find_mac(spec.eni_mac) or net.wait_mac(spec.eni_mac, spec.wait_timeout)
+            why = net.host_use(found[0])
+            if why:
+                # A declaration naming the host's uplink (or docker0) would take the host off its network.
+                raise net.NetError('the interface %s with MAC %s is not an ENI to move into the task\'s network: %s'
+                                   % (found[1], spec.eni_mac, why))
             net.move_to_netns(found[0], spec.netns)
         if 'configure' in steps:
             address, gateway = spec.address, spec.gateway

@@ -234,13 +234,14 @@ class Pass:
         try:
             for step in (os.path.dirname(os.path.dirname(path)), os.path.dirname(path), path):
                 files_mod.ensure_dir(step, 0o755 if step != path else 0o700)
-            files_mod.ensure_dir(os.path.join(path, 'socket'), 0o755)
+            files_mod.ensure_dir(firelens.socket_dir(path), 0o755)
+            files_mod.mount_bounded(firelens.socket_dir(path), firelens.SOCKET_DIR_KIB, firelens.SOCKET_DIR_INODES)
             os.chmod(path, 0o700)        # the task's own directory: its mode whoever made it first
             fd = files_mod.open_file(os.path.join(path, firelens.CONFIG), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             with os.fdopen(fd, 'w') as handle:
                 handle.write(firelens.config_text(decl.cluster, decl.name, decl.containers))
         except OSError as exc:
-            raise EngineError('cannot write the log router\'s configuration in %s: %s' % (path, exc))
+            raise EngineError('cannot make the log router\'s files in %s: %s' % (path, exc))
 
     def _teardown_level(self, decl):
         """Every path that ends a run removes the task's own volumes and its parent cgroup (found by labels and by
@@ -250,6 +251,10 @@ class Pass:
         had_cgroup = self._cgroups().exists(parent)
         router_files = os.path.isdir(self._firelens_dir(decl))
         if router_files and not self.check_mode:
+            try:
+                files_mod.unmount(firelens.socket_dir(self._firelens_dir(decl)))
+            except OSError as exc:
+                self.warnings.append('task %s/%s: %s' % (decl.cluster, decl.name, exc))
             shutil.rmtree(self._firelens_dir(decl), ignore_errors=True)
             if os.path.exists(self._firelens_dir(decl)):
                 self.warnings.append('task %s/%s: its log router\'s files in %s could not all be removed'
@@ -865,6 +870,14 @@ def _check_level(tasks, engine):
             if have is None and not vol.autoprovision:
                 raise TaskFailure('%s[%d] (%s) of task %s/%s (scope shared, autoprovision false) names no volume on the '
                                   'engine: make it, or set autoprovision' % (where, index, vol.name, decl.cluster, decl.name))
+            owner = (have or {}).get('labels') or {}
+            if owner.get('drover.task') or owner.get('drover.cluster', decl.cluster) != decl.cluster:
+                # Another task's own volume, or a shared volume provisioned for another cluster: its files are theirs.
+                raise TaskFailure('%s[%d] (%s) of task %s/%s (scope shared) is a volume the collection made for %s: a '
+                                  'shared volume is shared within its cluster only'
+                                  % (where, index, vol.name, decl.cluster, decl.name,
+                                     'task %s/%s' % (owner.get('drover.cluster'), owner['drover.task'])
+                                     if owner.get('drover.task') else 'cluster %s' % owner.get('drover.cluster')))
             if have is not None and vol.autoprovision and have['driver'] != vol.driver:
                 raise TaskFailure('%s[%d] (%s) of task %s/%s (scope shared) is on the engine with the driver %s, not %s'
                                   % (where, index, vol.name, decl.cluster, decl.name, have['driver'], vol.driver))
@@ -875,6 +888,26 @@ def _check_level(tasks, engine):
             raise TaskFailure('task %s/%s: the task size (cpu, memory) is a parent cgroup this collection makes with '
                               'the engine\'s cgroupfs driver; this engine uses the %s driver'
                               % (sized.cluster, sized.name, driver))
+
+
+def _check_binds(tasks, allowed):
+    """A host bind under the host's bind_paths is checked again on the host, before anything changes: the engine
+    follows symbolic links, and a task that can write under an allowed prefix can plant one there (root -> /)."""
+    if allowed is None:
+        return
+    for decl in tasks:
+        if decl.state != 'running':
+            continue
+        where = (decl.where or {}).get('volumes', 'volumes')
+        for index, vol in enumerate(decl.volumes):
+            if vol.kind != 'bind':
+                continue
+            real = os.path.realpath(vol.source_path)
+            if not level_mod.under(real, allowed):
+                raise TaskFailure('%s[%d] (%s) of task %s/%s binds %s, which is %s on this host: outside the host paths '
+                                  'this host allows for binds (bind_paths: %s); a symbolic link there is refused'
+                                  % (where, index, vol.name, decl.cluster, decl.name, vol.source_path, real,
+                                     ', '.join(allowed) or 'none'))
 
 
 def _ledger(params, tasks, engine, store):
@@ -997,6 +1030,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         _cred_id_clashes(tasks, observed, store.credentials())
         ledger = _ledger(params, tasks, engine, store)
         _check_level(tasks, engine)
+        _check_binds(tasks, params.get('bind_paths'))
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         work = Pass(engine, store, check_mode, holders, clock, ledger,

@@ -19,6 +19,17 @@ from ansible_collections.drover.fleet.plugins.module_utils._gpu import MODES
 from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT_STORE_PATH, LOCK_TIMEOUT
 
 
+# The options that are the host's own, never a declaration's: where its engine and its store are, and its policy
+# for what a task or a runner may do. The Salt states take them as their arguments only, never from the pillar
+# that holds the declarations (pillar_key), as the Ansible roles take them from host variables, never from an
+# entry of drover_tasks or drover_pools.
+HOST_OWN = ('docker_host', 'store_path')
+ECS_TASK_POLICY = ('allow_host_network', 'allow_privileged', 'allow_host_namespaces', 'log_drivers', 'log_driver_map',
+                   'aws_logs', 'log_addresses', 'allowed_roles', 'allowed_capabilities', 'allowed_devices',
+                   'nfs_servers', 'bind_paths', 'attributes')
+GH_RUNNER_POLICY = ('allow_host_network',)
+
+
 def host_args(lock=True):
     """The options every module takes to reach the engine and the store."""
     spec = dict(
@@ -145,6 +156,11 @@ def ecs_task_spec():
         log_drivers=dict(type='list', elements='str', choices=list(LOG_DRIVERS), default=list(LOG_DRIVERS)),
         log_driver_map=dict(type='dict', default=dict(DEFAULT_LOG_DRIVER_MAP)),
         aws_logs=dict(type='bool', default=False),
+        log_addresses=dict(type='list', elements='str', default=[]),
+        allowed_roles=dict(type='list', elements='str'),
+        allowed_capabilities=dict(type='list', elements='str', default=[]),
+        allowed_devices=dict(type='list', elements='str', default=[]),
+        nfs_servers=dict(type='list', elements='str', default=[]),
         allow_host_namespaces=dict(type='bool', default=False),
         bind_paths=dict(type='list', elements='str'),
         attributes=dict(type='dict'),

@@ -21,8 +21,8 @@ import base64
 import json
 import re
 
-# <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]
-ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?\Z')
+# <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn][:port]: a name in AWS's own domain, whatever the port.
+ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?(?::[0-9]{1,5})?\Z')
 DEFAULT_REGION = 'us-east-1'
 SESSION_SECONDS = 900      # the shortest STS session: long enough for one pull
 TIMEOUT = 15

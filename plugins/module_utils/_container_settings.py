@@ -17,10 +17,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
-import posixpath
+import fnmatch
 import re
 
 from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
+from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
+from ansible_collections.drover.fleet.plugins.module_utils import _log_destinations as destinations
 from ansible_collections.drover.fleet.plugins.module_utils._aws import s3_object, secret_source
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError, check_name
 
@@ -48,17 +50,29 @@ CAPABILITIES = ('ALL', 'AUDIT_CONTROL', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'CHOWN',
 # Dropped from every container unless its declaration adds it back: with NET_RAW a container on a shared
 # bridge can forge ARP and spoof its neighbours (the host, other tasks) and read their traffic.
 DEFAULT_DROP = ('NET_RAW',)
+# The engine's default set (a container has these unless dropped): adding one back needs nothing. Any other
+# reaches past the container (SYS_ADMIN, SYS_MODULE, DAC_READ_SEARCH, NET_ADMIN, SYS_TIME...), so adding it needs
+# the host's allow_privileged or its allowed_capabilities.
+ENGINE_CAPABILITIES = ('AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE',
+                       'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT')
+# Security options that only confine a container further (ECS's dockerSecurityOptions: no-new-privileges, an
+# AppArmor profile, an SELinux label); any other (seccomp, systempaths, an unconfined profile, label disable)
+# lifts a confinement and needs the host's allow_privileged.
+CONFINING_SECURITY_OPTION_RE = re.compile(
+    r'^(?:no-new-privileges(?:[:=]true)?|apparmor[:=](?!unconfined\Z)[A-Za-z0-9_.-]+'
+    r'|label[:=](?:user|role|type|level):[A-Za-z0-9_.:,-]+)\Z')
 ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss',
            'rtprio', 'rttime', 'sigpending', 'stack')
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
 # The log drivers of the Docker engine this collection passes on (the host's policy may allow fewer).
 LOG_DRIVERS = ('json-file', 'local', 'syslog', 'journald', 'gelf', 'fluentd', 'none')
-# Log options a declaration may not give as secret options: the collection checks them, or sets them itself.
-VISIBLE_LOG_OPTIONS = ('fluentd-address', 'tag') + awslogs.OWN
-# Where the collection's own sockets are (a task's log router's): no declared log driver writes there.
-OWN_SOCKETS = ('/run/drover/', '/var/run/drover/')
+# Log options a declaration may not give as secret options: the collection checks them (where a driver sends:
+# the host's log_addresses), or sets them itself.
+VISIBLE_LOG_OPTIONS = ('tag',) + destinations.OPTIONS + awslogs.OWN
+# A log option's name (the engine's --log-opt keys, Fluent Bit's output keys): one word, never a line of its own.
+LOG_OPTION_RE = firelens.KEY_RE
 # ECS's driver of FireLens: the engine's fluentd driver, writing to the task's log router (_firelens.py).
-FIRELENS_DRIVER = 'awsfirelens'
+FIRELENS_DRIVER = firelens.DRIVER
 # The collection's own container labels (drover.task, drover.cred-id, drover.gpus...): none comes from a declaration.
 OWN_LABELS = 'drover.'
 # The most environment files one container reads (as ECS has it).
@@ -464,9 +478,10 @@ SETTINGS = (
     S('repository_credentials', 'repositoryCredentials', 'record', [
         'Pull credentials for the container\'s image from AWS Secrets Manager (ECS\'s private registry '
         'authentication): the secret holds a JSON object with C(username) and C(password). It is read when the image '
-        'is pulled, as the task\'s O(execution_role_arn) (assumed through STS with the host\'s credentials) or as '
-        'the host when there is none, in the region of its ARN (else O(aws_region)), through O(aws_endpoint_url) '
-        'when set; the credentials serve that pull only and are never kept, logged or returned.',
+        'is pulled, as the task\'s O(execution_role_arn) (assumed through STS with the host\'s credentials), which '
+        'the task must have (as ECS requires: never as the host), in the region of its ARN (else O(aws_region)), '
+        'through O(aws_endpoint_url) when set; the credentials serve that pull only and are never kept, logged or '
+        'returned.',
         'A secret that cannot be read stops the task with a reason that names its ARN and AWS\'s error code. For '
         'this container\'s image it takes the place of O(registry_auth).'], sub=(
             U('credentials_parameter', 'credentialsParameter', 'str', 'The secret: its ARN, or its name.',
@@ -689,6 +704,12 @@ def _rules(c, at, network_mode, host):
             path = item.get('container_path')
             if path is not None and not path.startswith('/'):
                 raise SpecError('%s must be an absolute path, got %r' % (_member(at, option, i, 'container_path'), path))
+            for member in ('container_path', 'host_path'):
+                # The engine reads "source:target:options": a ':' or ',' here would be a mode (rshared, z) of the
+                # host's path, or a device's permissions, that nobody declared.
+                if any(ch in (item.get(member) or '') for ch in ':,\0'):
+                    raise SpecError('%s must not hold ":", "," or a NUL character, got %r'
+                                    % (_member(at, option, i, member), item[member]))
             if option == 'devices':
                 if not item['host_path'].startswith('/dev/'):
                     raise SpecError('%s must be a device under /dev, got %r'
@@ -723,6 +744,9 @@ def _rules(c, at, network_mode, host):
     log = dict(c.log_configuration or ())
     for name, value_from in log.get('secret_options') or ():
         where = at('log_configuration', 'secret_options') + '.' + name
+        if not LOG_OPTION_RE.match(name):
+            raise SpecError('%s %r is not a log option\'s name: letters, digits, _ . - on one line'
+                            % (at('log_configuration', 'secret_options'), name))
         if name in dict(log.get('options') or ()):
             raise SpecError('%s: %s is also in %s' % (where, name, at('log_configuration', 'options')))
         if name in VISIBLE_LOG_OPTIONS:
@@ -764,7 +788,36 @@ def _rules(c, at, network_mode, host):
         if not re.match(r'^[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+\Z', dict(item)['namespace']):
             raise SpecError('%s %r is not a kernel parameter name (like net.core.somaxconn)'
                             % (_member(at, 'system_controls', i, 'namespace'), dict(item)['namespace']))
+    _privileged_in_all_but_name(c, at, host)
     return warnings
+
+
+def _privileged_in_all_but_name(c, at, host):
+    """What gives a container the host without `privileged`: a capability beyond the engine's default set, a
+    host device, a security option that lifts a confinement. Each needs the host's allow_privileged, or (the first
+    two) its allowed_capabilities or allowed_devices."""
+    if host.get('allow_privileged'):
+        return
+    allowed = set(host.get('allowed_capabilities') or ())
+    beyond = [cap for cap in c.capabilities.add if cap not in ENGINE_CAPABILITIES and cap not in allowed]
+    if beyond:
+        raise SpecError('%s: %s reaches past the container (it is not in the engine\'s default set); this host '
+                        'refuses it unless it is in allowed_capabilities or allow_privileged is true (role variables '
+                        'drover_allowed_capabilities, drover_allow_privileged)' % (at('capabilities', 'add'), beyond[0]))
+    patterns = host.get('allowed_devices') or ()
+    for i, item in enumerate(c.devices or ()):
+        path = dict(item)['host_path']
+        if not any(fnmatch.fnmatchcase(path, p) for p in patterns):
+            raise SpecError('%s %s: a host device gives the container what the host keeps behind it (a disk, its '
+                            'memory); this host refuses it unless it matches allowed_devices (%s) or allow_privileged is '
+                            'true (role variables drover_allowed_devices, drover_allow_privileged)'
+                            % (_member(at, 'devices', i, 'host_path'), path, ', '.join(patterns) or 'none'))
+    for i, option in enumerate(c.docker_security_options or ()):
+        if not CONFINING_SECURITY_OPTION_RE.match(option):
+            raise SpecError('%s[%d] %s lifts a confinement of the container (or is not one this host knows: '
+                            'no-new-privileges, apparmor:PROFILE, label:user|role|type|level:VALUE); this host refuses '
+                            'it unless allow_privileged is true (role variable drover_allow_privileged)'
+                            % (at('docker_security_options'), i, option))
 
 
 def _log_policy(c, at, host):
@@ -773,7 +826,7 @@ def _log_policy(c, at, host):
     config = dict(c.log_configuration)
     driver = config['log_driver']
     mapped = dict(host.get('log_driver_map') or DEFAULT_LOG_DRIVER_MAP)
-    allowed = tuple(host.get('log_drivers') or LOG_DRIVERS)
+    allowed = tuple(LOG_DRIVERS if host.get('log_drivers') is None else host['log_drivers'])     # []: none
     if host.get('aws_logs'):
         # The host has AWS access for logs: awslogs is the engine's own driver, never mapped.
         mapped.pop(awslogs.DRIVER, None)
@@ -782,7 +835,7 @@ def _log_policy(c, at, host):
     if driver == FIRELENS_DRIVER:
         if 'fluentd' not in allowed:
             raise SpecError('%s %s logs through the engine\'s fluentd driver, which is not allowed on this host '
-                            '(allowed: %s)' % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
+                            '(allowed: %s)' % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed) or 'none'))
         return c, warnings
     if driver in mapped:
         warnings.append('%s %s cannot be served on this host: container %s logs with %s instead (log_driver_map)'
@@ -791,13 +844,9 @@ def _log_policy(c, at, host):
         driver = mapped[driver]
     if driver not in allowed:
         raise SpecError('%s %r is not allowed on this host (allowed: %s)'
-                        % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed)))
-    address = dict(config.get('options') or ()).get('fluentd-address') or ''
-    if driver == 'fluentd' and address.startswith('unix://') and \
-            posixpath.normpath('/' + address[len('unix://'):].lstrip('/')).startswith(OWN_SOCKETS):
-        raise SpecError('%s.fluentd-address %s is a socket of the collection\'s own (a task\'s log router): a '
-                        'container logs to its own task\'s router with awsfirelens'
-                        % (at('log_configuration', 'options'), address))
+                        % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed) or 'none'))
+    destinations.check(driver, dict(config.get('options') or ()), host.get('log_addresses'),
+                       lambda member: at('log_configuration', member), host.get('aws_endpoint_url'))
     if driver == awslogs.DRIVER:
         awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings
@@ -1082,7 +1131,8 @@ def check_reads_as_role(containers, execution_role_arn, names, role_field):
     if execution_role_arn:
         return
     for i, c in enumerate(containers):
-        for option, member in (('secrets', None), ('environment_files', None), ('log_configuration', 'secret_options')):
+        for option, member in (('secrets', None), ('environment_files', None), ('log_configuration', 'secret_options'),
+                               ('repository_credentials', None)):
             value = getattr(c, option)
             if member is not None:
                 value = dict(value or ()).get(member)

@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's own files on a host or controller: the store, its lock, JIT configs, the event log.
+"""The collection's own files on a host or controller: the store, its lock, JIT configs, the event log, and the
+size-bounded directories a container may write on the host (a FireLens router's socket directory).
 
 Owns: the rule for the directories these files live in, and opening them without following a symbolic
 link. The rule: the directory that holds such a file belongs to this user or to root and only its owner
 may write it; every directory above it (as written and as resolved) belongs to this user or to root and
 only its owner may write it, unless it is sticky (as /tmp is, where no one can rename or remove what
 another made). Then no other user can put a link or a file of theirs where one of ours goes.
-Must not: decide anything else. Raises UnsafePath (an OSError) with the path named.
+Must not: decide anything else. Raises UnsafePath (an OSError) with the path named; the mounts raise OSError.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +19,9 @@ __metaclass__ = type
 import errno
 import os
 import stat
+import subprocess
+
+MOUNT_TIMEOUT = 15
 
 
 class UnsafePath(OSError):
@@ -109,3 +113,29 @@ def open_file(path, flags, mode=0o600):
         os.close(fd)
         raise UnsafePath('%s is not a regular file' % path)
     return fd
+
+
+def mount_bounded(path, size_kib, inodes, mode=0o755):
+    """Mount a tmpfs of its own at the directory `path` (at most `size_kib` KiB and `inodes` files; no devices,
+    set-user-ID bits or programs), unless one is there already: what a container writes there through a bind
+    fills that mount, never the host's /run. Returns whether it mounted one."""
+    if os.path.ismount(path):
+        return False
+    options = 'size=%dk,nr_inodes=%d,mode=%04o,nosuid,nodev,noexec' % (size_kib, inodes, mode)
+    _mount_command(['mount', '-t', 'tmpfs', '-o', options, 'drover', path])
+    return True
+
+
+def unmount(path):
+    """Unmount what is mounted at `path` (detached at once, gone when no process uses it); nothing when none is."""
+    if os.path.ismount(path):
+        _mount_command(['umount', '--lazy', path])
+
+
+def _mount_command(argv):
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=MOUNT_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError('%s failed: %s' % (' '.join(argv[:1]), exc))
+    if done.returncode != 0:
+        raise OSError('%s %s failed: %s' % (argv[0], argv[-1], (done.stderr.strip().splitlines() or ['exit %d' % done.returncode])[-1]))

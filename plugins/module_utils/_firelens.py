@@ -31,6 +31,10 @@ SOCKET_DIR_IN_ROUTER = '/var/run'
 SOCKET = 'fluent.sock'
 CONFIG = 'fluent-bit.conf'
 BASE = '/run/drover/firelens'
+# The router's socket directory is a tmpfs of its own, this large: the router writes its socket there (and may
+# write more), and what it writes never fills the host's /run.
+SOCKET_DIR_KIB = 1024
+SOCKET_DIR_INODES = 64
 OPTIONS = ('enable-ecs-log-metadata', 'config-file-type', 'config-file-value')
 KEY_RE = re.compile(r'^[A-Za-z0-9_.-]+\Z')
 
@@ -102,6 +106,10 @@ def check(containers, field, names):
             if not KEY_RE.match(key) or '\n' in value or '\r' in value:
                 raise SpecError('%s.%s: a Fluent Bit output option is a name of letters, digits, _ . - and a value '
                                 'on one line' % (names(i, 'log_configuration', 'options'), key))
+        for key, _source in dict(containers[i].log_configuration).get('secret_options') or ():
+            if not KEY_RE.match(key):
+                raise SpecError('%s %r: a Fluent Bit output option is a name of letters, digits, _ . - on one line'
+                                % (names(i, 'log_configuration', 'secret_options'), key))
 
 
 def tag(c, task):
@@ -156,9 +164,14 @@ def directory(store_path, cluster, task):
     return os.path.join(BASE, hashlib.sha256(key).hexdigest()[:20])
 
 
+def socket_dir(path):
+    """The directory of the router's socket, on the host (a tmpfs of its own, SOCKET_DIR_KIB large)."""
+    return os.path.join(path, 'socket')
+
+
 def router_binds(path):
     """The router's mounts: its socket directory, and its configuration (read-only)."""
-    return ['%s:%s' % (os.path.join(path, 'socket'), SOCKET_DIR_IN_ROUTER),
+    return ['%s:%s' % (socket_dir(path), SOCKET_DIR_IN_ROUTER),
             '%s:%s:ro' % (os.path.join(path, CONFIG), CONFIG_IN_ROUTER)]
 
 
@@ -166,5 +179,5 @@ def log_config(c, task, path):
     """The engine's log configuration of a container that logs to the router: its fluentd driver on the router's
     socket (connecting in the background, so that a container starts while its router opens the socket)."""
     return {'type': ENGINE_DRIVER, 'config': {
-        'fluentd-address': 'unix://%s' % os.path.join(path, 'socket', SOCKET),
+        'fluentd-address': 'unix://%s' % os.path.join(socket_dir(path), SOCKET),
         'fluentd-async': 'true', 'tag': tag(c, task)}}

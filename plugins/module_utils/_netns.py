@@ -133,6 +133,38 @@ def wait_mac(mac, timeout, sleep=time.sleep, clock=time.monotonic):
         sleep(0.1)
 
 
+IFF_LOOPBACK = 0x8
+RT_SCOPE_UNIVERSE = 0
+MAIN_TABLE = 254
+
+
+def host_use(index):
+    """Why the host's link `index` is the host's own and must stay where it is (None when it is not): the
+    loopback, a bridge or a bond or a port of one, a link that holds an address of the host's (a global one) or
+    carries its default route. A hot-plugged ENI is none of these until it is configured."""
+    with pr.IPRoute() as ipr:
+        links = ipr.get_links(index)
+        if not links:
+            return None
+        link = links[0]
+        if link['flags'] & IFF_LOOPBACK:
+            return 'it is the host\'s loopback interface'
+        if _attr(link, 'IFLA_MASTER'):
+            return 'it is a port of another interface of the host (a bridge or a bond)'
+        info = _attr(link, 'IFLA_LINKINFO')
+        kind = info.get_attr('IFLA_INFO_KIND') if info is not None else None
+        if kind in ('bridge', 'bond', 'team'):
+            return 'it is a %s of the host' % kind
+        held = [_attr(a, 'IFA_ADDRESS') for a in ipr.get_addr(index=index) if a['scope'] == RT_SCOPE_UNIVERSE]
+        if held:
+            return 'it holds the host\'s address %s' % held[0]
+        for family in (2, 10):
+            for route in ipr.get_routes(family=family, table=MAIN_TABLE):
+                if route['dst_len'] == 0 and _attr(route, 'RTA_OIF') == index:
+                    return 'the host\'s default route goes through it'
+    return None
+
+
 def move_to_netns(index, name):
     try:
         with pr.IPRoute() as ipr:

@@ -58,6 +58,13 @@ NFS_HOST_RE = re.compile(r'^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Z
                          r'|[0-9a-fA-F:.]+)\Z')
 # The NFS mount options EFS documents for its file systems.
 EFS_NFS_OPTIONS = 'nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport'
+# What the engine's local volume driver may mount for a task (its driver_opts type): a tmpfs, or an NFS export of
+# a server the host lists (nfs_servers). Any other type mounts what the host holds (a disk's device, a path with
+# o=bind), around bind_paths, and needs the host's allow_privileged.
+LOCAL_MOUNT_TYPES = ('tmpfs', 'nfs', 'nfs4')
+LOCAL_OPTS = ('type', 'device', 'o')
+# The names the collection gives its own task volumes (engine_volume): never a shared volume a task names.
+OWN_VOLUME_PREFIX = 'drover-'
 MAX_CONSTRAINTS = 10
 CONSTRAINT_TYPES = ('memberOf', 'distinctInstance')
 # What runtimePlatform.cpuArchitecture names, and the machines (uname) that are it.
@@ -147,8 +154,10 @@ def _path(value, field):
     return '/' + '/'.join(parts)
 
 
-def _under(path, prefixes):
+def under(path, prefixes):
     for prefix in prefixes:
+        if not isinstance(prefix, str) or not prefix.startswith('/'):
+            continue                    # '' or '.' would read as '/' below: no prefix at all, never every path
         prefix = '/' + '/'.join(p for p in prefix.split('/') if p not in ('', '.'))
         if prefix == '/' or path == prefix or path.startswith(prefix + '/'):
             return True
@@ -192,7 +201,7 @@ def _volume(raw, where, ecs, policy, region):
             field = '%s.%s' % (at(keys[1], keys[1]), src_key)
             path = _path(host[src_key], field)
             allowed = policy.get('bind_paths')
-            if allowed is not None and not _under(path, allowed):
+            if allowed is not None and not under(path, allowed):
                 raise SpecError('%s %r is outside the host paths this host allows for binds (bind_paths: %s; role '
                                 'variable drover_bind_paths)' % (field, path, ', '.join(allowed) or 'none'))
             return Volume(name, 'bind', path, None, (), (), False)
@@ -220,13 +229,50 @@ def _volume(raw, where, ecs, policy, region):
         if scope == 'shared' and not ENGINE_VOLUME_RE.match(name):
             raise SpecError('%s %r names a shared engine volume: it must start with a letter or digit'
                             % (at('name', 'name'), name))
+        if scope == 'shared' and name.startswith(OWN_VOLUME_PREFIX):
+            raise SpecError('%s %r: %s* names the collection\'s own volumes (a task\'s, made for its run): a shared '
+                            'volume has a name of its own' % (at('name', 'name'), name, OWN_VOLUME_PREFIX))
+        if driver == 'local' and opts and not policy.get('allow_privileged'):
+            _local_mount(dict(opts), '%s.%s' % (where, dk[3]), policy.get('nfs_servers') or ())
         return Volume(name, scope, None, driver, opts, labels, auto)
     if efs:
-        return _efs(name, efs, at(keys[3], keys[3]), n, region)
+        return _efs(name, efs, at(keys[3], keys[3]), n, region, policy)
     return Volume(name, 'task', None, 'local', (), (), False)
 
 
-def _efs(name, efs, where, n, region):
+def _local_mount(opts, field, servers):
+    """The local driver's options of a task's volume: a tmpfs, or an NFS export of a listed server; never a bind
+    or a device of the host's (those need the host's allow_privileged)."""
+    unknown = sorted(k for k in opts if k not in LOCAL_OPTS)
+    if unknown:
+        raise SpecError('%s.%s is not an option of the local volume driver (type, device, o)' % (field, unknown[0]))
+    kind = opts.get('type')
+    words = [w.strip() for w in (opts.get('o') or '').split(',') if w.strip()]
+    if kind not in LOCAL_MOUNT_TYPES or [w for w in words if w.split('=', 1)[0] in ('bind', 'rbind', 'remount')]:
+        raise SpecError('%s: type %s, o %s would mount what the host holds (a device, or a host path around '
+                        'bind_paths); this host mounts a tmpfs, or an NFS export of one of its nfs_servers, unless '
+                        'allow_privileged is true (role variable drover_allow_privileged)'
+                        % (field, kind, opts.get('o') or '(none)'))
+    device = opts.get('device') or ''
+    if kind == 'tmpfs' and device not in ('', 'tmpfs'):
+        raise SpecError('%s.device must be tmpfs for a tmpfs, got %r' % (field, device))
+    if kind != 'tmpfs':
+        addrs = [w.split('=', 1)[1] for w in words if w.startswith('addr=')]
+        if not device.startswith(':') or len(addrs) != 1:
+            raise SpecError('%s: an NFS volume gives its server in o (addr=<server>) and the export in device '
+                            '(:<path>), got device %r, o %r' % (field, device, opts.get('o')))
+        _nfs_server(addrs[0], '%s.o' % field, servers)
+
+
+def _nfs_server(server, field, servers):
+    """An NFS server a task mounts from: the engine mounts it as root, from the host's network (an export that
+    trusts the host's address trusts the task); only the host's nfs_servers."""
+    if server not in servers:
+        raise SpecError('%s: the NFS server %s is not one this host mounts for tasks (nfs_servers: %s; role '
+                        'variable drover_nfs_servers)' % (field, server, ', '.join(servers) or 'none'))
+
+
+def _efs(name, efs, where, n, region, policy):
     ek = [n('file_system_id', 'fileSystemId'), n('root_directory', 'rootDirectory'),
           n('transit_encryption', 'transitEncryption'), n('transit_encryption_port', 'transitEncryptionPort'),
           n('authorization_config', 'authorizationConfig')]
@@ -238,6 +284,8 @@ def _efs(name, efs, where, n, region):
         addr = '%s.efs.%s.amazonaws.com' % (fs, region or 'us-east-1')
     elif NFS_HOST_RE.match(fs):
         addr = fs                       # an NFS server's name or address (a stand-in for EFS)
+        if not policy.get('allow_privileged'):
+            _nfs_server(addr, '%s.%s' % (where, ek[0]), policy.get('nfs_servers') or ())
     else:
         raise SpecError('%s.%s must be an EFS file system ID (fs-...) or an NFS server\'s name or address, got %r'
                         % (where, ek[0], fs))

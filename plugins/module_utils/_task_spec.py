@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import fnmatch
 import hashlib
 import json
 import re
@@ -24,6 +25,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns_spec
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _td_model
+from ansible_collections.drover.fleet.plugins.module_utils._aws import ecr_registry
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 
 # Docker limits a container name to 255 bytes; the container name is '<task>-<container>'.
@@ -120,6 +122,10 @@ def registry_auth(raw, field):
         if raw.get('username') or raw.get('password'):
             raise SpecError('%s: ecr and username/password are mutually exclusive (with ecr, the token comes from '
                             'ECR GetAuthorizationToken)' % field)
+        if not ecr_registry(raw['registry']):
+            # The token pulls every repository the host (or the execution role) may read: it goes to ECR alone.
+            raise SpecError('%s.registry %s is not an ECR registry (<account>.dkr.ecr.<region>.amazonaws.com): an ECR '
+                            'token is handed to ECR alone' % (field, raw['registry']))
         return RegistryAuth(raw['registry'], None, None, True)
     for key in ('username', 'password'):
         if not isinstance(raw.get(key), str) or not raw.get(key):
@@ -213,9 +219,10 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 % (prefix, network_mode, prefix, td_mode))
             network_mode = td_mode
             mode_field = prefix + 'task_definition.networkMode'
-        if not task_role_arn and td_role is not None:
+        # A role the document gives, or that neither gives, is named as the document names it.
+        if not task_role_arn:
             role_fields['task_role_arn'] = prefix + 'task_definition.taskRoleArn'
-        if not execution_role_arn and td_exec is not None:
+        if not execution_role_arn:
             role_fields['execution_role_arn'] = prefix + 'task_definition.executionRoleArn'
         task_role_arn = task_role_arn or td_role
         execution_role_arn = execution_role_arn or td_exec
@@ -246,6 +253,12 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         if val is not None and (not isinstance(val, str) or not (val.startswith('arn:') or ROLE_NAME_RE.match(val))):
             raise SpecError('%s must be an IAM role ARN (arn:...) or a role name (as ECS takes it: letters, digits and '
                             '+=,.@_-, at most 64), got %r' % (role_fields[key], val))
+    if state == 'running':
+        for key, val in (('task_role_arn', task_role_arn), ('execution_role_arn', execution_role_arn)):
+            if val is not None and not role_allowed(val, (host or {}).get('allowed_roles')):
+                raise SpecError('%s %s is not a role this host lets a task take (allowed_roles: %s; role variable '
+                                'drover_allowed_roles)' % (role_fields[key], val,
+                                                           ', '.join(host['allowed_roles']) or 'none'))
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     level = _level(raw, td_level, prefix, cluster, name, state, host or {})
@@ -373,11 +386,44 @@ def _check_sizes(containers, field, level, name, ecs):
                                 % (at(option), value, name, level['memory']))
 
 
+def role_allowed(role, patterns):
+    """Whether a task may take `role` (an ARN, or a bare name of the host's account) under the host's allowlist
+    `patterns` (None: any role): an ARN matches the ARN patterns, a name the name patterns (shell-style, in case)."""
+    if patterns is None:
+        return True
+    arn = role.startswith('arn:')
+    return any(fnmatch.fnmatchcase(role, p) for p in patterns if p.startswith('arn:') == arn)
+
+
+def _check_policy(params):
+    """The host's policy values themselves: an empty or relative bind prefix would read as '/', every path."""
+    for i, prefix in enumerate(params.get('bind_paths') or ()):
+        if not isinstance(prefix, str) or not prefix.startswith('/') or '..' in prefix.split('/'):
+            raise SpecError('bind_paths[%d] must be an absolute path with no ".." (give / itself to allow every '
+                            'path), got %r' % (i, prefix))
+    for i, pattern in enumerate(params.get('allowed_devices') or ()):
+        if not isinstance(pattern, str) or not pattern.startswith('/dev/'):
+            raise SpecError('allowed_devices[%d] must be a pattern of devices under /dev/, got %r' % (i, pattern))
+    for i, cap in enumerate(params.get('allowed_capabilities') or ()):
+        if cap not in settings.CAPABILITIES:
+            raise SpecError('allowed_capabilities[%d] %r is not a capability (as ECS names them: SYS_PTRACE, '
+                            'IPC_LOCK...)' % (i, cap))
+    for key in ('log_addresses', 'allowed_roles', 'nfs_servers'):
+        for i, value in enumerate(params.get(key) or ()):
+            if not isinstance(value, str) or not value or value != value.strip():
+                raise SpecError('%s[%d] must be a non-empty string with no blank at either end, got %r' % (key, i, value))
+
+
 def host_policy(params, machine=None):
     """The host's policy for what a task may do, from the module's options, and what is known of the host
     (`machine`: its architecture, as uname names it)."""
+    _check_policy(params)
     return {'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
             'log_driver_map': params.get('log_driver_map'), 'aws_logs': bool(params.get('aws_logs')),
+            'log_addresses': params.get('log_addresses') or [], 'aws_endpoint_url': params.get('aws_endpoint_url'),
+            'allowed_roles': params.get('allowed_roles'),
+            'allowed_capabilities': params.get('allowed_capabilities') or [],
+            'allowed_devices': params.get('allowed_devices') or [], 'nfs_servers': params.get('nfs_servers') or [],
             'bind_paths': params.get('bind_paths'),
             'allow_host_namespaces': bool(params.get('allow_host_namespaces')),
             'attributes': params.get('attributes') or {}, 'machine': machine, 'region': params.get('aws_region')}

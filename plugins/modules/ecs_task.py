@@ -363,8 +363,10 @@ options:
           - Pull from O(registry_auth.registry) with a token from ECR C(GetAuthorizationToken), made as the task's
             O(execution_role_arn) (assumed through STS with the host's own credentials) or, without one, as the
             host itself, instead of O(registry_auth.username) and O(registry_auth.password).
-          - Images on an ECR registry (C(<account>.dkr.ecr.<region>.amazonaws.com)) are pulled this way with or
-            without this option. The token is never logged or returned. Needs C(boto3) on the host.
+          - Only for an ECR registry (C(<account>.dkr.ecr.<region>.amazonaws.com)), whose account the token is
+            asked for and which alone is handed it; any other O(registry_auth.registry) is refused.
+          - Images on an ECR registry are pulled this way with or without this option. The token is never logged
+            or returned. Needs C(boto3) on the host.
         type: bool
         default: false
   task_role_arn:
@@ -435,6 +437,11 @@ options:
     description:
       - The host's policy for O(containers[].privileged) (ECS C(privileged)). Unset, a task with a privileged
         container is refused (the message names the field) and nothing changes.
+      - So is a task privileged in all but name, unless the host lists what it asks for (O(allowed_capabilities),
+        O(allowed_devices), O(nfs_servers)), a capability beyond the engine's default set, a host device, a
+        security option that lifts a confinement (V(seccomp=unconfined), V(apparmor=unconfined),
+        V(systempaths=unconfined), V(label=disable)), a volume of the local driver that mounts a host path or
+        device.
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: bool
     default: false
@@ -466,6 +473,73 @@ options:
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: bool
     default: false
+  allowed_capabilities:
+    description:
+      - The host's policy for O(containers[].capabilities) C(add) (ECS C(linuxParameters.capabilities.add))
+        without O(allow_privileged), the capabilities a task may add beyond the engine's default set (C(AUDIT_WRITE),
+        C(CHOWN), C(DAC_OVERRIDE), C(FOWNER), C(FSETID), C(KILL), C(MKNOD), C(NET_BIND_SERVICE), C(NET_RAW),
+        C(SETFCAP), C(SETGID), C(SETPCAP), C(SETUID), C(SYS_CHROOT)). Any other (C(SYS_ADMIN), C(SYS_MODULE),
+        C(DAC_READ_SEARCH), C(NET_ADMIN), C(SYS_TIME), C(ALL)...) reaches past the container; a task adding one
+        not listed is refused (the message names the field) and nothing changes.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+    default: []
+  allowed_devices:
+    description:
+      - The host's policy for O(containers[].devices) (ECS C(linuxParameters.devices)) without O(allow_privileged),
+        shell-style patterns of the host devices a task may be given (V(/dev/dri/renderD*), V(/dev/neuron*)). A
+        host device is what the host keeps behind it (V(/dev/sda) is its disk, V(/dev/mem) its memory); a task
+        naming one not listed is refused and nothing changes.
+      - Without O(allow_privileged), O(containers[].docker_security_options) are likewise only those that confine a
+        container further (V(no-new-privileges), V(apparmor:PROFILE), V(label:type:T) and the like), and a volume
+        of the local driver with O(volumes[].docker_volume_configuration.driver_opts) only a V(tmpfs) or an V(nfs)
+        export of one of O(nfs_servers).
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+    default: []
+  nfs_servers:
+    description:
+      - The NFS servers a task's volumes may mount from (the local driver's V(nfs) C(addr=), or an EFS volume whose
+        C(fileSystemId) names a server rather than an EFS file system ID). The engine mounts them as root from the
+        host's network, so an export that trusts the host trusts the task. A task naming another is refused and
+        nothing changes.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+    default: []
+  allowed_roles:
+    description:
+      - The host's policy for O(task_role_arn) and O(execution_role_arn) (ECS C(taskRoleArn),
+        C(executionRoleArn)), shell-style patterns (V(arn:aws:iam::123456789012:role/app-*)) of the roles a task
+        may take. A declared ARN must match an ARN pattern, a bare role name (a role of the host's account) a
+        pattern without C(arn:). A task naming another role is refused (the message names the field) and
+        nothing changes; stopping or removing one is always allowed.
+      - Unset, a task may name any role the host's credentials can assume, and so can whoever writes the
+        declarations; set it on a host whose tasks come from more than one team.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+  log_addresses:
+    description:
+      - The host's policy for where a container's logs may be sent from the host (ECS C(logConfiguration)), the
+        addresses, exactly as a task gives them, that the V(syslog) (C(syslog-address)), V(gelf)
+        (C(gelf-address)) and V(fluentd) (C(fluentd-address)) drivers may send to, and V(awslogs) endpoints
+        (C(awslogs-endpoint)) other than O(aws_endpoint_url). These drivers send from the host's network, around
+        an awsvpc task's isolation, and can write into the host's own logs.
+      - A driver given no address sends to its default, which must be listed too (V(unix:///dev/log) for
+        V(syslog), the host's syslog; V(tcp://127.0.0.1:24224) for V(fluentd)); V(gelf) needs an address.
+        Empty (the default), a task using one of these drivers is refused (the message names the field) and
+        nothing changes; V(json-file), V(local), V(journald), V(none), V(awsfirelens) and V(awslogs) to AWS need
+        nothing here.
+      - An address that reaches the collection's own sockets (a task's log router, under C(/run/drover)), read
+        as the engine reads it, is refused even when listed. The options that name an address are never taken
+        as secret options.
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+    default: []
   allow_host_namespaces:
     description:
       - The host's policy for O(ipc_mode=host) and O(pid_mode=host) (ECS C(ipcMode), C(pidMode)). Unset, a task

@@ -9,6 +9,7 @@ as for an unknown ID, and it goes with the task."""
 from __future__ import absolute_import, division, print_function
 
 import json
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -47,8 +48,23 @@ def lines(logs, group, stream):
         return []
 
 
-def host_get(cred_id):
-    """The host's own fetch, as the engine's driver makes it (no token): the HTTP status."""
+NOBODY = 65534
+FETCH = """
+import sys, urllib.error, urllib.request
+try:
+    print(urllib.request.urlopen('http://169.254.170.2/v2/credentials/' + sys.argv[1], timeout=10).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+"""
+
+
+def host_get(cred_id, uid=None):
+    """The host's own fetch, as the engine's driver makes it (no token), or as the user `uid` of the host: the
+    HTTP status."""
+    if uid is not None:
+        done = subprocess.run(['/usr/bin/python3', '-c', FETCH, cred_id], user=uid, group=uid, cwd='/',
+                              capture_output=True, text=True, timeout=30, check=True, env={'PATH': '/usr/bin:/bin'})
+        return int(done.stdout.strip())
     try:
         with urllib.request.urlopen('http://169.254.170.2/v2/credentials/%s' % cred_id, timeout=10) as answer:
             return answer.status
@@ -68,7 +84,7 @@ def host_rows(store_path):
 
 def test_awslogs_writes_to_cloudwatch_logs_with_the_execution_role(engine, cluster, converge, store_path, service,
                                                                    moto_aws, aws, tmp_path):
-    service()
+    svc = service()
     host = {'aws_logs': True, 'aws_endpoint_url': moto_aws}
     # The task definition form: the group made by the driver (awslogs-create-group), the region declared.
     td = {'family': 'web', 'executionRoleArn': EXEC_ROLE, 'containerDefinitions': [{
@@ -114,7 +130,13 @@ def test_awslogs_writes_to_cloudwatch_logs_with_the_execution_role(engine, clust
         assert fetch(engine, box, cred_id, token='')[0] == 403
         assert fetch(engine, box, cred_id, token='0' * 64)[0] == 403
         assert host_get(cred_id) == 200
+        # Another user of the host connects from the same address: the ID is no bearer secret to it.
+        assert host_get(cred_id, uid=NOBODY) == 403
     assert fetch(engine, box, 'nobody', token='')[0] == 403
+    # The endpoint's log names the requests, never an ID in full (its digest stands for it).
+    text = svc.text()
+    assert all(cred_id not in text for cred_id in ids.values()), text
+    assert '/v2/credentials/id:' in text, text
 
     # Converged again: nothing changes (the same containers, the same registrations).
     assert not converge(name='web', task_definition=td, **host)['changed']

@@ -40,7 +40,8 @@ def test_task_containers_run_without_net_raw_unless_declared(engine, cluster, co
     host_config = inspect(engine, plain)['HostConfig']
     assert 'NET_RAW' in (host_config['CapDrop'] or []) and not host_config['CapAdd'], host_config
 
-    given = converge(name='given', containers=[container('main', capabilities={'add': ['NET_RAW', 'SYS_PTRACE']})])
+    given = converge(name='given', allowed_capabilities=['SYS_PTRACE'],
+                     containers=[container('main', capabilities={'add': ['NET_RAW', 'SYS_PTRACE']})])
     host_config = inspect(engine, given)['HostConfig']
     assert sorted(host_config['CapAdd']) == ['NET_RAW', 'SYS_PTRACE'] and not host_config['CapDrop'], host_config
 

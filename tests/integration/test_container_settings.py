@@ -103,7 +103,8 @@ CASES = [
          linux(capabilities={'add': ['SYS_PTRACE'], 'drop': ['CHOWN']}),
          {'HostConfig.CapAdd': ['SYS_PTRACE'], 'HostConfig.CapDrop': ['CHOWN', 'NET_RAW']},
          {'capabilities': {'add': ['NET_RAW']}}, linux(capabilities={'add': ['NET_RAW']}),
-         {'HostConfig.CapAdd': ['NET_RAW'], 'HostConfig.CapDrop': None}),
+         {'HostConfig.CapAdd': ['NET_RAW'], 'HostConfig.CapDrop': None},
+         args={'allowed_capabilities': ['SYS_PTRACE']}),
     # A volume of the task (no configuration: an engine volume of the task's own), mounted by name.
     case('mount_points', {'mount_points': [{'source_volume': 'data', 'container_path': '/data'}]},
          {'mountPoints': [{'sourceVolume': 'data', 'containerPath': '/data'}]},
@@ -190,7 +191,7 @@ CASES = [
                                   'CgroupPermissions': 'r'}]},
          {'devices': [{'host_path': '/dev/null'}]}, linux(devices=[{'hostPath': '/dev/null'}]),
          {'HostConfig.Devices': [{'PathOnHost': '/dev/null', 'PathInContainer': '/dev/null',
-                                  'CgroupPermissions': 'rwm'}]}),
+                                  'CgroupPermissions': 'rwm'}]}, args={'allowed_devices': ['/dev/null']}),
     case('shared_memory_size', {'shared_memory_size': 64}, linux(sharedMemorySize=64),
          {'HostConfig.ShmSize': 64 * MIB},
          {'shared_memory_size': 128}, linux(sharedMemorySize=128), {'HostConfig.ShmSize': 128 * MIB}),

@@ -18,6 +18,7 @@ from fluent_forward import Receiver
 from helpers import container, host_snapshot, statuses, wait_for
 from sweep import register
 
+from ansible_collections.drover.fleet.plugins.module_utils import _files as files
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 
 APP_LOG = {'log_driver': 'awsfirelens', 'options': {'Name': 'cloudwatch_logs', 'region': 'us-west-2',
@@ -39,14 +40,16 @@ def app(log=None, **kw):
 
 @pytest.fixture
 def receiver(store_path, cluster):
-    """The router's socket on the host, with the test's receiver listening on it."""
+    """The router's socket on the host, with the test's receiver listening on it (in the socket directory's own
+    tmpfs, mounted as the converge mounts it: the converge finds it there and keeps it)."""
     path = firelens.directory(store_path, cluster, 'logs')
-    os.makedirs(os.path.join(path, 'socket'), 0o755)
-    got = Receiver(os.path.join(path, 'socket', firelens.SOCKET)).start()
+    os.makedirs(firelens.socket_dir(path), 0o755)
+    assert files.mount_bounded(firelens.socket_dir(path), firelens.SOCKET_DIR_KIB, firelens.SOCKET_DIR_INODES)
+    got = Receiver(os.path.join(firelens.socket_dir(path), firelens.SOCKET)).start()
     yield got
     got.stop()
-    shutil.rmtree(path, ignore_errors=True)     # a test that leaves its task running (the cluster's cleanup
-    #                                             removes its containers, not what the task's converge wrote)
+    files.unmount(firelens.socket_dir(path))    # a test that leaves its task running (the cluster's cleanup
+    shutil.rmtree(path, ignore_errors=True)     # removes its containers, not what the task's converge wrote)
 
 
 def started_at(engine, name):
@@ -175,3 +178,48 @@ def test_a_bad_firelens_declaration_is_refused_naming_the_field_and_nothing_chan
     assert r.failed and words in r['msg'], r.get('msg')
     assert host_snapshot(engine, store_path, cluster) == before
     assert not os.path.exists(firelens.directory(store_path, cluster, 'logs'))
+
+
+def forged_addresses(path):
+    """The victim's router socket in four spellings the engine takes for the same socket."""
+    sock = os.path.join(firelens.socket_dir(path), firelens.SOCKET)
+    return ['UNIX://%s' % sock, 'unix://%s' % sock.replace('/drover/', '/%64rover/', 1),
+            'unix:///proc/self/root%s' % sock, 'unix:///proc/1/root%s' % sock]
+
+
+def test_another_task_cannot_write_into_a_task_s_router(engine, cluster, converge, store_path, receiver):
+    """Another tenant names the victim's router socket (its path is a digest anyone can work out) with the victim's
+    tag: refused before anything is made, in every spelling, and the router never sees a forged line."""
+    victim = converge(name='logs', containers=[app(), router()])
+    assert victim['task']['last_status'] == 'RUNNING', victim['task']
+    wait_for(lambda: receiver.lines('app-firelens-logs') == ['line-one', 'line-two'], timeout=15)
+    before = host_snapshot(engine, store_path)
+    for address in forged_addresses(firelens.directory(store_path, cluster, 'logs')):
+        r = converge(name='forger', cluster=cluster + 'x', log_addresses=[address], containers=[container(
+            'app', ['sh', '-c', 'echo forged-line; exec sleep 3600'], log_configuration={
+                'log_driver': 'fluentd', 'options': {'fluentd-address': address, 'tag': 'app-firelens-logs'}})])
+        assert r.failed and r['msg'].startswith('containers[0].log_configuration.options.fluentd-address %s is a '
+                                                'socket of the collection\'s own' % address), r['msg']
+        assert host_snapshot(engine, store_path) == before
+    assert receiver.lines('app-firelens-logs') == ['line-one', 'line-two']
+    assert 'forged-line' not in json.dumps(receiver.records)
+
+
+def test_the_router_writes_into_a_bounded_directory_of_its_own(engine, cluster, converge, store_path):
+    """The router's socket directory is a tmpfs of its own (SOCKET_DIR_KIB): a router that writes more than that
+    fills it, not the host's /run; it goes with the task."""
+    r = converge(name='logs', containers=[app(), router()])
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    sockets = firelens.socket_dir(firelens.directory(store_path, cluster, 'logs'))
+    assert os.path.ismount(sockets)
+    size = os.statvfs(sockets)
+    assert size.f_blocks * size.f_frsize == firelens.SOCKET_DIR_KIB * 1024
+    run_before = os.statvfs('/run')
+    wrote = engine.containers.get('logs-log_router').exec_run(
+        ['sh', '-c', 'dd if=/dev/zero of=/var/run/fill bs=1024 count=%d' % (4 * firelens.SOCKET_DIR_KIB)])
+    assert wrote.exit_code != 0 and b'No space left on device' in wrote.output, wrote
+    run_after = os.statvfs('/run')
+    assert (run_before.f_bfree - run_after.f_bfree) * run_after.f_frsize < 1024 * 1024     # the host's /run: untouched
+    assert not converge(name='logs', containers=[app(), router()])['changed']
+    assert converge(name='logs', state='absent')['changed']
+    assert not os.path.ismount(sockets) and not os.path.exists(sockets)

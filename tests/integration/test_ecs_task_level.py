@@ -254,7 +254,7 @@ def test_an_efs_volume_becomes_an_nfs_volume_of_the_task(engine, cluster, conver
     td = {'family': 'job', 'volumes': [{'name': 'efs', 'efsVolumeConfiguration': {
         'fileSystemId': '198.18.0.10', 'rootDirectory': '/exports/data', 'transitEncryption': 'DISABLED'}}],
         'containerDefinitions': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 32}]}
-    four_steps(converge, task_definition=td)
+    four_steps(converge, task_definition=td, nfs_servers=['198.18.0.10'])
     vol = engine.volumes.get(level.engine_volume(cluster, 'job', 'efs'))
     assert vol.attrs['Driver'] == 'local'
     assert vol.attrs['Options'] == {'type': 'nfs', 'device': ':/exports/data',

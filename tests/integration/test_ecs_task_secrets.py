@@ -80,6 +80,10 @@ def web(seeded, **kw):
     return spec
 
 
+# Where the gelf tests' containers log (a discard port on loopback), listed in the host's log_addresses.
+GELF = 'udp://127.0.0.1:9'
+
+
 def native(cluster, moto_aws, containers):
     return dict(name='app', execution_role_arn=ROLE, aws_endpoint_url=moto_aws, aws_region=REGION,
                 containers=containers)
@@ -155,19 +159,20 @@ def test_a_log_secret_option_goes_into_the_container_s_log_configuration_only(
         engine, cluster, converge, seeded, moto_aws):
     td = {'family': 'app', 'executionRoleArn': ROLE, 'containerDefinitions': [{
         'name': 'web', 'image': container('x')['image'], 'essential': True, 'command': ['sleep', '3600'],
-        'logConfiguration': {'logDriver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
+        'logConfiguration': {'logDriver': 'gelf', 'options': {'gelf-address': GELF},
                              'secretOptions': [{'name': 'env', 'valueFrom': seeded['prefix'] + '/plain'}]}}]}
-    r = converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)
+    r = converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION, log_addresses=[GELF])
     assert r['task']['last_status'] == 'RUNNING', r['task']
     log = engine.api.inspect_container('app-web')['HostConfig']['LogConfig']
-    assert log == {'Type': 'gelf', 'Config': {'gelf-address': 'udp://127.0.0.1:9', 'env': seeded['values']['plain']}}
+    assert log == {'Type': 'gelf', 'Config': {'gelf-address': GELF, 'env': seeded['values']['plain']}}
     assert seeded['values']['plain'] not in json.dumps(env_of(engine, 'app-web'))
     no_value_in(json.dumps(r), seeded)
-    assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION)['changed']
+    assert not converge(task_definition=td, aws_endpoint_url=moto_aws, aws_region=REGION, log_addresses=[GELF])['changed']
     # Refused, naming the field: a secret option that is also an option, and one for the FireLens router's file.
     twice = dict(td['containerDefinitions'][0], logConfiguration=dict(td['containerDefinitions'][0]['logConfiguration'],
                                                                       options={'env': 'x'}))
-    bad = converge(task_definition=dict(td, containerDefinitions=[twice]), aws_endpoint_url=moto_aws)
+    bad = converge(task_definition=dict(td, containerDefinitions=[twice]), aws_endpoint_url=moto_aws,
+                   log_addresses=[GELF])
     assert bad.failed and bad['msg'] == ('task_definition.containerDefinitions[0].logConfiguration.secretOptions.env: '
                                          'env is also in task_definition.containerDefinitions[0].logConfiguration'
                                          '.options'), bad['msg']
@@ -182,8 +187,8 @@ def test_an_engine_error_that_quotes_a_value_read_does_not_carry_it(engine, clus
                                                                     store_path):
     """The engine refuses a log option and quotes its value in its error: the task's stopped reason (the result,
     the store, the event) has the value put out of sight."""
-    r = converge(**native(cluster, moto_aws, [container('web', log_configuration={
-        'log_driver': 'gelf', 'options': {'gelf-address': 'udp://127.0.0.1:9'},
+    r = converge(log_addresses=[GELF], **native(cluster, moto_aws, [container('web', log_configuration={
+        'log_driver': 'gelf', 'options': {'gelf-address': GELF},
         'secret_options': {'gelf-compression-level': seeded['prefix'] + '/plain'}})]))
     assert r['task']['last_status'] == 'STOPPED', r['task']
     reason = r['task']['stopped_reason']
@@ -255,7 +260,7 @@ def test_what_cannot_be_read_stops_the_task_naming_it_and_nothing_is_started(eng
     ({'secrets': [{'name': 'X', 'value_from': '/p'}]},
      'containers[0].secrets: the task has no execution_role_arn, and what a container reads from AWS when it starts '
      'is read as the task\'s execution role (as ECS requires)'),
-    ({'log_configuration': {'log_driver': 'gelf', 'secret_options': {'env': '/p'}}},
+    ({'log_configuration': {'log_driver': 'json-file', 'secret_options': {'max-size': '/p'}}},
      'containers[0].log_configuration.secret_options: the task has no execution_role_arn'),
 ])
 def test_a_bad_declaration_is_refused_naming_the_field_and_nothing_changes(

@@ -50,11 +50,12 @@ class Rulebook(RulebookProcess):
                                        tmp_path / 'rulebook.log')
         wait_for(self.listening, timeout=120, step=0.5)
 
-    def post(self, payload, event='workflow_job', secret=None, sign=True, signature=None):
-        """POST `payload` as GitHub does (JSON, X-GitHub-Event, X-Hub-Signature-256); (status, body)."""
+    def post(self, payload, event='workflow_job', secret=None, sign=True, signature=None, delivery_id=None):
+        """POST `payload` as GitHub does (JSON, X-GitHub-Event, X-GitHub-Delivery, X-Hub-Signature-256);
+        (status, body)."""
         body = json.dumps(payload).encode()
         headers = {'Content-Type': 'application/json', 'X-GitHub-Event': event,
-                   'X-GitHub-Delivery': str(uuid.uuid4()), 'User-Agent': 'GitHub-Hookshot/test'}
+                   'X-GitHub-Delivery': delivery_id or str(uuid.uuid4()), 'User-Agent': 'GitHub-Hookshot/test'}
         if signature is not None:
             headers['X-Hub-Signature-256'] = signature
         elif sign:
@@ -179,6 +180,37 @@ def test_a_burst_of_deliveries_makes_one_pass(engine, standin, pool_name, rulebo
     # the pass listed the repository's runners once: one pass, not one per delivery
     lists = [c for c in github_calls(standin) if c == ('GET', '/repos/%s/actions/runners' % REPO)]
     assert len(lists) == 1, github_calls(standin)
+
+
+def test_a_replay_runs_nothing_and_what_a_delivery_says_is_never_templated(
+        engine, standin, pool_name, rulebook, tmp_path):
+    """A signed delivery replayed (the same ID, or the same body under a new ID) runs nothing; a repository name that
+    is no owner/name (a template in it) runs nothing; a queued job whose branch, workflow and job names are
+    templates runs its pass, and none of them is ever templated (they never reach the play)."""
+    marks = dict((n, tmp_path / ('templated-%s' % n)) for n in ('repository', 'branch', 'name', 'workflow'))
+    job = standin.queue_job(REPO, LABELS)
+    payload = delivery(job, REPO)
+    first = str(uuid.uuid4())
+    assert rulebook.post(payload, delivery_id=first)[0] == 200
+    wait_for(lambda: 'PLAY RECAP' in rulebook.output(), timeout=90, step=0.5)
+    time.sleep(WINDOW + 1)
+    assert rulebook.post(payload, delivery_id=first)[0] == 200           # replayed as it was
+    assert rulebook.post(payload)[0] == 200                              # the signed body under a new ID
+    injected = delivery(standin.queue_job(REPO, LABELS), REPO)
+    injected['repository']['full_name'] = "octo/{{ lookup('pipe', 'touch %s') }}" % marks['repository']
+    assert rulebook.post(injected)[0] == 200
+    time.sleep(WINDOW + 4)
+    assert rulebook.plays() == 1, rulebook.output()[-4000:]
+    assert 'seen before' in rulebook.output() and 'names no repository' in rulebook.output()
+    # A pull request's author writes these: the pass runs for the repository, and nothing they say is run.
+    named = delivery(standin.queue_job(REPO, LABELS), REPO)
+    named['workflow_job'].update(head_branch="{{ lookup('pipe', 'touch %s') }}" % marks['branch'],
+                                 name="{{ lookup('pipe', 'touch %s') }}" % marks['name'],
+                                 workflow_name="{{ lookup('pipe', 'touch %s') }}" % marks['workflow'])
+    assert rulebook.post(named)[0] == 200
+    wait_for(lambda: rulebook.output().count('PLAY RECAP') == 2, timeout=90, step=0.5)
+    assert [str(m) for m in marks.values() if m.exists()] == []
+    assert 'lookup(' not in rulebook.output()
 
 
 @pytest.mark.parametrize('variables', [{}, {'drover_webhook_secret': 'short-secret'}], ids=['no-secret', 'short-secret'])

@@ -3,14 +3,16 @@
 
 from __future__ import absolute_import, division, print_function
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, ansible_env, container, statuses
+from helpers import REGISTRY, REGISTRY_PASSWORD, REGISTRY_USER, ansible_env, container, host_snapshot, statuses
 from sweep import given, register
 
 REMOTE = '%s/drover/busybox:1' % REGISTRY
@@ -97,28 +99,58 @@ def test_playbook_run_hides_the_password(engine, cluster, store_path, tmp_path, 
 
 ROLE = 'arn:aws:iam::123456789012:role/app-execution'
 ECR_TOKEN_PASSWORD = register('123456789012-auth-token')     # what moto's GetAuthorizationToken hands out
+# An ECR registry's name (AWS's, for the account 123456789012), which the ecr_name fixture points at the local
+# registry in /etc/hosts for the test: an ECR token is handed to an ECR registry alone.
+ECR_HOST = '123456789012.dkr.ecr.us-east-1.amazonaws.com'
+ECR_REGISTRY = '%s:%s' % (ECR_HOST, REGISTRY.rsplit(':', 1)[1])
+ECR_REMOTE = '%s/drover/busybox:1' % ECR_REGISTRY
+HOSTS = '/etc/hosts'
+HOSTS_MARK = '# drover-test ECR name'
 
 
-def test_ecr_pull_as_the_execution_role(engine, cluster, converge, no_local_copy, moto_aws, host_aws_credentials,
+@pytest.fixture
+def ecr_name(engine):
+    """ECR_HOST resolves to the local registry's address for the test (a line of /etc/hosts, taken out after), and
+    the registry's image is not on the host under that name."""
+    line = '127.0.0.1 %s %s\n' % (ECR_HOST, HOSTS_MARK)
+    with open(HOSTS, 'a', encoding='utf-8') as handle:
+        handle.write(line)
+
+    def drop():
+        try:
+            engine.images.remove(ECR_REMOTE)
+        except Exception:  # pylint: disable=broad-except
+            pass
+    drop()
+    yield ECR_REGISTRY
+    drop()
+    with open(HOSTS, encoding='utf-8') as handle:
+        kept = [x for x in handle.readlines() if HOSTS_MARK not in x]
+    with open(HOSTS, 'w', encoding='utf-8') as handle:
+        handle.writelines(kept)
+
+
+def test_ecr_pull_as_the_execution_role(engine, cluster, converge, ecr_name, moto_aws, host_aws_credentials,
                                         store_path):
     args = dict(name='ecr', execution_role_arn=ROLE, pull='always', aws_endpoint_url=moto_aws,
-                registry_auth={'registry': REGISTRY, 'ecr': True}, containers=[container('main', image=REMOTE)])
+                registry_auth={'registry': ECR_REGISTRY, 'ecr': True}, containers=[container('main', image=ECR_REMOTE)])
     r = converge(**args)
     assert r['task']['last_status'] == 'RUNNING', r['task']
     assert statuses(engine, cluster) == {'ecr-main': 'running'}
-    assert REMOTE in [t for i in engine.images.list() for t in i.tags]
+    assert ECR_REMOTE in [t for i in engine.images.list() for t in i.tags]
     assert ECR_TOKEN_PASSWORD not in json.dumps(r)
     with open(store_path, 'rb') as handle:
         assert ECR_TOKEN_PASSWORD.encode() not in handle.read()
-    # The same with the host's own credentials (no execution role).
+    # The same with the host's own credentials (no execution role), and without registry_auth: an ECR registry's
+    # images are pulled with an ECR token of its own account.
     converge(name='ecr', state='absent')
-    host = converge(**dict(args, execution_role_arn=None))
+    host = converge(**dict(args, execution_role_arn=None, registry_auth=None))
     assert host['task']['last_status'] == 'RUNNING', host['task']
 
 
-def test_ecr_unreachable_fails_the_run_with_the_reason(engine, cluster, converge, no_local_copy, host_aws_credentials):
+def test_ecr_unreachable_fails_the_run_with_the_reason(engine, cluster, converge, ecr_name, host_aws_credentials):
     r = converge(name='ecr', execution_role_arn=ROLE, aws_endpoint_url='http://127.0.0.1:9',
-                 registry_auth={'registry': REGISTRY, 'ecr': True}, containers=[container('main', image=REMOTE)])
+                 registry_auth={'registry': ECR_REGISTRY, 'ecr': True}, containers=[container('main', image=ECR_REMOTE)])
     assert r['task']['last_status'] == 'STOPPED'
     assert r['task']['stopped_reason'] == ('image pull failed: ECR: cannot assume the execution role %s: '
                                            'EndpointConnectionError' % ROLE), r['task']['stopped_reason']
@@ -128,6 +160,7 @@ def test_ecr_unreachable_fails_the_run_with_the_reason(engine, cluster, converge
 @pytest.mark.parametrize('bad,words', [
     ({'registry': REGISTRY, 'ecr': True, 'username': 'deployer', 'password': 'not-with-ecr-4f1d'},
      ('ecr and username/password are mutually exclusive',)),
+    ({'registry': REGISTRY, 'ecr': True}, ('registry_auth.registry %s is not an ECR registry' % REGISTRY,)),
     ({'registry': REGISTRY}, ('registry_auth.username is required (or ecr: true)',)),
 ])
 def test_bad_ecr_auth(converge, store_path, bad, words):
@@ -181,3 +214,61 @@ def test_repository_credentials_that_cannot_be_read_stop_the_task_naming_the_sec
         'ResourceNotFoundException' % (missing, ROLE)), r['task']['stopped_reason']
     assert statuses(engine, cluster) == {}
     assert REMOTE not in [t for i in engine.images.list() for t in i.tags]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """A registry's first answer to every request: 401 with a Basic challenge, so that an engine holding
+    credentials for it sends them; each request's Authorization header is kept."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.server.seen.append((self.path, self.headers.get('Authorization')))
+        self.send_response(401)
+        self.send_header('WWW-Authenticate', 'Basic realm="recorder"')
+        self.send_header('Content-Length', '0')
+        self.end_headers()
+
+    do_HEAD = do_GET
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass
+
+
+@pytest.fixture
+def recorder():
+    """A stand-in registry on loopback that records what a pull sends it: its host:port and what it saw."""
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Recorder)
+    server.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield '127.0.0.1:%d' % server.server_address[1], server.seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_aws_pull_credentials_never_reach_another_registry(engine, cluster, converge, store_path, moto_aws,
+                                                           host_aws_credentials, repository_secret, recorder):
+    """A declaration that would hand the execution role's (or the host's) ECR token to a registry of its own
+    choosing, or read a {username, password} secret as the host for it, is refused before anything is made:
+    the stand-in registry never sees an Authorization header."""
+    where, seen = recorder
+    image = '%s/drover/busybox:1' % where
+    before = host_snapshot(engine, store_path)
+    ecr = converge(name='steal', execution_role_arn=ROLE, aws_endpoint_url=moto_aws, pull='always',
+                   registry_auth={'registry': where, 'ecr': True}, containers=[container('main', image=image)])
+    assert ecr.failed and ecr['msg'] == ('registry_auth.registry %s is not an ECR registry (<account>.dkr.ecr.<region>.'
+                                         'amazonaws.com): an ECR token is handed to ECR alone' % where), ecr['msg']
+    td = {'family': 'steal', 'containerDefinitions': [{
+        'name': 'main', 'image': image, 'essential': True, 'memory': 32, 'command': ['sleep', '3600'],
+        'repositoryCredentials': {'credentialsParameter': repository_secret}}]}
+    secret = converge(task_definition=td, aws_endpoint_url=moto_aws, pull='always')
+    assert secret.failed and secret['msg'] == (
+        'task_definition.containerDefinitions[0].repositoryCredentials: the task has no '
+        'task_definition.executionRoleArn, and what a container reads from AWS when it starts is read as the task\'s '
+        'execution role (as ECS requires)'), secret['msg']
+    assert host_snapshot(engine, store_path) == before
+    assert [auth for _path, auth in seen if auth] == [] and seen == []
+    # With the execution role, the secret is read as that role (and pulls from the registry it names): the
+    # stand-in then sees the secret's credentials, as a registry of the task's own should.
+    allowed = converge(task_definition=dict(td, executionRoleArn=ROLE), aws_endpoint_url=moto_aws, pull='always')
+    assert allowed['task']['last_status'] == 'STOPPED' and 'image pull failed' in allowed['task']['stopped_reason']
+    assert [auth for _path, auth in seen if auth] and all(a.startswith('Basic ') for _p, a in seen if a)

@@ -61,3 +61,20 @@ def test_pillar_key_reads_plain_values_and_arguments_win():
         {'cluster': 'prod', 'purge': False}
     with pytest.raises(core.Invalid):
         core.state_args({'pillar_key': 'drover:nothing'}, pillar)
+
+
+def test_the_host_s_options_come_as_arguments_never_from_the_declarations_pillar():
+    pillar = {'drover': {'tasks': {'cluster': 'prod', 'allow_privileged': True, 'log_addresses': ['udp://x:1']}}}
+    reserved = _argspecs.ECS_TASK_POLICY + _argspecs.HOST_OWN
+    with pytest.raises(core.Invalid) as err:
+        core.state_args({'pillar_key': 'drover:tasks'}, pillar, reserved)
+    assert str(err.value) == ('pillar_key drover:tasks: allow_privileged, log_addresses are the host\'s own (its engine, '
+                              'its store, its policy), given as the state\'s arguments (the example state takes them '
+                              'from the pillar drover:host and drover:policy), never with the declarations')
+    # As the state's arguments (from drover:policy), they are taken.
+    assert core.state_args({'pillar_key': 'drover:tasks', 'allow_privileged': True},
+                           {'drover': {'tasks': {'cluster': 'prod'}}}, reserved) == {'cluster': 'prod',
+                                                                                     'allow_privileged': True}
+    # Every host option of the module is one of them (a new one cannot be forgotten).
+    spec = _argspecs.ecs_task_spec()
+    assert set(reserved) <= set(spec)

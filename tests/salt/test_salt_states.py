@@ -93,6 +93,10 @@ def test_salt_and_ansible_agree(engine, minion, module_runner, cluster, store_pa
      'memory'),                                                               # the core's own check
     ({'tasks': [{'name': 'web', 'containers': [{'name': 'main', 'imagee': IMAGE}]}]}, 'imagee'),
     ({'timeout': 'soon'}, 'timeout'),                                         # a type
+    # the host's policy and its store, set in the declarations' pillar (another team may write it): refused
+    ({'allow_privileged': True, 'bind_paths': ['/']}, 'pillar_key drover:tasks: allow_privileged, bind_paths are the '
+                                                      'host\'s own'),
+    ({'store_path': '/tmp/elsewhere.db'}, 'pillar_key drover:tasks: store_path is the host\'s own'),
 ])
 def test_bad_pillar_changes_nothing(engine, minion, cluster, store_path, bad, named):
     minion.pillar({'host': {'store_path': store_path}, 'tasks': declaration(cluster)})
@@ -119,11 +123,11 @@ def test_secrets_never_returned(engine, minion, cluster, store_path):
 
 def test_runner_pool_against_the_standin(engine, minion, bus, standin, pool_name, store_path):
     pools = dict(token=TOKEN, api_url=standin.url, repository=REPO, labels=['self-hosted', 'linux', 'drover'],
-                 allow_host_network=True, pools=[dict(
+                 pools=[dict(
                      pool=pool_name, machine_id='mid' + pool_name, warm=1,
                      profile=dict(name='small', image=RUNNER_IMAGE, slots=2, network_mode='host', memory=64,
                                   environment={'DROVER_JOB_SECONDS': '1'}))])
-    minion.pillar({'host': {'store_path': store_path}, 'pools': pools})
+    minion.pillar({'host': {'store_path': store_path, 'allow_host_network': True}, 'pools': pools})
     check = minion.apply(test=True)['drover-pools']
     assert check['result'] is None and len(check['changes']['started']) == 1, check
     assert engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}) == []
@@ -140,7 +144,7 @@ def test_runner_pool_against_the_standin(engine, minion, bus, standin, pool_name
     info = minion.call('drover.pools', 'pool=%s' % pool_name, 'store_path=%s' % store_path)
     assert [p['name'] for p in info['pools']] == [pool_name]
     pools['pools'][0]['state'] = 'absent'
-    minion.pillar({'host': {'store_path': store_path}, 'pools': pools})
+    minion.pillar({'host': {'store_path': store_path, 'allow_host_network': True}, 'pools': pools})
     gone = minion.apply()['drover-pools']
     assert gone['result'] is True and gone['changes'], gone
     assert engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}) == []

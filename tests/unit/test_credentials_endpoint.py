@@ -87,17 +87,26 @@ def clock():
     return now
 
 
+# The uid of the local socket each test caller's port stands for (the kernel's table, /proc/net/tcp, stood in).
+ROOT_PORT, USER_PORT = 40000, 40001
+
+
+def uid_of(peer):
+    return {ROOT_PORT: 0, USER_PORT: 65534}.get(peer[1])
+
+
 def endpoint(store, clock, sts=None, owners=None, keys=None):
     sts = sts or FakeSTS(lambda: clock[0])
     return dc.Endpoint(dc.Registry(store), owners or FakeOwners({'bridge-task': ['198.18.0.7']}),
-                       dc.Cache(sts, clock=lambda: clock[0]), keys or FakeKeys()), sts
+                       dc.Cache(sts, clock=lambda: clock[0]), keys or FakeKeys(), uid_of=uid_of), sts
 
 
-def get(ep, cred_id, source, token=None, path=None):
-    """ep.answer for a GET of the ID, with the owner's token unless another is given ('' for none)."""
+def get(ep, cred_id, source, token=None, path=None, port=ROOT_PORT):
+    """ep.answer for a GET of the ID, with the owner's token unless another is given ('' for none), from a socket
+    root holds unless another port is given."""
     task = {'vpc-task': 'vpc', 'bridge-task': 'web'}.get(cred_id, 'x')
     return ep.answer('GET', path or '/v2/credentials/%s' % cred_id, source,
-                     tok(cred_id, task) if token is None else token)
+                     tok(cred_id, task) if token is None else token, port)
 
 
 def test_answers_the_owner_only(store, clock):
@@ -156,6 +165,10 @@ def test_an_execution_role_for_the_engine_is_the_host_s_alone(store, clock):
     for source in ('169.254.170.2', '127.0.0.1'):
         status, body = get(ep, 'exec-web', source, token='')
         assert status == 200 and body['RoleArn'] == ROLE, body
+        # Any other user of the host connects from the same address: only root (the engine) is answered, and
+        # a socket the kernel does not show (gone, or not this namespace's) is nobody's.
+        for port in (USER_PORT, None, 40009):
+            assert get(ep, 'exec-web', source, token='', port=port) == get(ep, 'nobody', source, token='', port=port)
     # The host is no task: it gets no task role without the task's token.
     assert get(ep, 'vpc-task', '169.254.170.2', token='')[0] == 403
     assert get(ep, 'bridge-task', '169.254.170.2', token='')[0] == 403
@@ -455,3 +468,34 @@ def test_a_declared_cred_id_names_one_task():
         with pytest.raises(TaskFailure) as failed:
             apply_task._cred_id_clashes(tasks, observed, stored)
         assert 'cred_id' in failed.value.msg and 'already registered to task' in failed.value.msg
+
+
+def test_the_peer_s_uid_is_read_from_the_kernel_s_table():
+    """peer_uid finds the local socket whose own address is the caller's (IPv4 and IPv4 in IPv6), never a
+    listening one; the real table: a socket this test opens is this process's uid's."""
+    table = dc._address('02AAFEA9:9C40')       # pylint: disable=protected-access
+    assert table == ('169.254.170.2', 40000)
+    assert dc._address('0000000000000000FFFF00000100007F:0050') == ('127.0.0.1', 80)  # pylint: disable=protected-access
+    server = socket.socket()
+    server.bind(('127.0.0.1', 0))
+    server.listen(1)
+    client = socket.create_connection(server.getsockname())
+    accepted, peer = server.accept()
+    try:
+        assert dc.peer_uid(peer) == os.geteuid()
+        free = socket.socket()
+        free.bind(('127.0.0.1', 0))
+        nobody = free.getsockname()
+        free.close()
+        assert dc.peer_uid(nobody) is None                       # no socket holds that address
+        assert dc.peer_uid(('127.0.0.1', None)) is None
+    finally:
+        for sock in (client, accepted, server):
+            sock.close()
+
+
+def test_a_logged_request_line_names_an_id_by_its_digest():
+    line = dc.redact_ids('"GET /v2/credentials/0123456789abcdef0123456789abcdef?x=1 HTTP/1.1" 200 -')
+    assert '0123456789abcdef0123456789abcdef' not in line
+    assert line == '"GET /v2/credentials/%s?x=1 HTTP/1.1" 200 -' % dc.id_digest('0123456789abcdef0123456789abcdef')
+    assert dc.id_digest('a') == 'id:ca978112'

@@ -164,10 +164,20 @@ def test_task_definition_network_mode_must_agree():
 
 def test_ecr_registry_auth_and_host_names():
     from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
-    t = spec.task({'name': 'web', 'registry_auth': {'registry': 'r.example:5000', 'ecr': True},
+    ecr = '123456789012.dkr.ecr.eu-west-1.amazonaws.com'
+    t = spec.task({'name': 'web', 'registry_auth': {'registry': ecr, 'ecr': True},
                    'containers': [{'name': 'a', 'image': IMG}]})
-    assert t.registry_auth == spec.RegistryAuth('r.example:5000', None, None, True)
-    assert aws.ecr_registry('123456789012.dkr.ecr.eu-west-1.amazonaws.com') == ('123456789012', 'eu-west-1')
+    assert t.registry_auth == spec.RegistryAuth(ecr, None, None, True)
+    # The host's (or the execution role's) ECR token goes to ECR alone, never to a registry the task names.
+    for other in ('r.example:5000', '127.0.0.1:5000', 'evil.example/123456789012.dkr.ecr.eu-west-1.amazonaws.com',
+                  '123456789012.dkr.ecr.eu-west-1.amazonaws.com.evil.example'):
+        with pytest.raises(SpecError) as err:
+            spec.task({'name': 'web', 'registry_auth': {'registry': other, 'ecr': True},
+                       'containers': [{'name': 'a', 'image': IMG}]})
+        assert str(err.value) == ('registry_auth.registry %s is not an ECR registry (<account>.dkr.ecr.<region>.'
+                                  'amazonaws.com): an ECR token is handed to ECR alone' % other)
+    assert aws.ecr_registry(ecr) == ('123456789012', 'eu-west-1')
+    assert aws.ecr_registry(ecr + ':5000') == ('123456789012', 'eu-west-1')       # AWS's name, whatever the port
     assert aws.ecr_registry('123456789012.dkr.ecr-fips.us-east-1.amazonaws.com') == ('123456789012', 'us-east-1')
     assert aws.ecr_registry('123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn') == ('123456789012', 'cn-north-1')
     for other in ('registry.example.com', '12345.dkr.ecr.eu-west-1.amazonaws.com', 'dkr.ecr.amazonaws.com', ''):

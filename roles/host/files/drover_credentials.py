@@ -18,8 +18,9 @@ drover.fleet.ecs_task, which registers the credential ID in the host store) and 
   (HMAC-SHA256 of the registration under the host key, KEY_FILE next to the store). Anyone else gets 403,
   the same 403 as for an ID the store does not hold (a stopped task's ID is gone at once).
 - A task's execution role registered for the engine's `awslogs` driver (source HOST_SOURCE in the store) is
-  fetched by the engine itself, which sends no token: it is answered to the host alone (a request from
-  169.254.170.2 or loopback, host_caller), and 403 to every container and task namespace.
+  fetched by the engine itself, which sends no token: it is answered to root on the host alone (a request from
+  169.254.170.2 or loopback, host_caller, on a TCP socket that a process of uid 0 holds, peer_uid), and 403 to
+  every container and task namespace, and to every other user of the host.
 - One thread reads every connection's request head without blocking (HEAD_TIMEOUT, HEAD_MAX); a fixed pool
   of WORKERS threads answers complete heads; at most MAX_CONNECTIONS are open at once.
 
@@ -28,7 +29,8 @@ It listens on LISTEN_IP:PORT and is reached at 169.254.170.2:80 through a dummy 
 rule from port 80 to PORT in the nat table's OUTPUT and PREROUTING chains, each added only when missing,
 checked again every REASSERT_EVERY seconds, and removed when the service stops; while it runs, STATE_FILE
 next to the store tells the modules its pid and port (they re-assert the rules too). Nothing it logs or
-prints carries a credential or a token.
+prints carries a credential, a token or a credential ID (a request line names an ID by a short digest of it,
+id_digest).
 Owns: the endpoint, its cache, its network plumbing, its state file. Must not: write the store or the host
 key (it only reads them).
 """
@@ -313,6 +315,55 @@ class Cache:
             return held[1]
 
 
+def id_digest(cred_id):
+    """How the log names a credential ID: 8 hex digits of its SHA-256 (an ID is a bearer secret to a caller the
+    endpoint answers without a token, the engine)."""
+    return 'id:' + hashlib.sha256(cred_id.encode('utf-8', 'replace')).hexdigest()[:8]
+
+
+_LOGGED_ID = re.compile(r'(/v2/credentials/)([^\s?#]+)')
+
+
+def redact_ids(text):
+    """A request line (or any logged text) with every credential ID in a path replaced by its digest."""
+    return _LOGGED_ID.sub(lambda m: m.group(1) + id_digest(m.group(2)), text)
+
+
+def _address(hex_address):
+    """(ip, port) of an address of /proc/net/tcp or tcp6 (the kernel's words, in host byte order)."""
+    ip_hex, port_hex = hex_address.split(':')
+    raw = bytes.fromhex(ip_hex)
+    if len(raw) == 4:
+        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+    else:
+        words = b''.join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        ip = socket.inet_ntop(socket.AF_INET6, words)
+        if ip.startswith('::ffff:') and '.' in ip:
+            ip = ip[len('::ffff:'):]
+    return ip, int(port_hex, 16)
+
+
+def peer_uid(peer, tables=('/proc/net/tcp', '/proc/net/tcp6')):
+    """The uid of the process of this host (this network namespace) that holds the TCP socket `peer` (ip, port):
+    the owner the kernel keeps for the socket whose local address is the peer's; None when there is none (a
+    connection from a container or a task's namespace, or one already gone)."""
+    if not peer or peer[1] is None:
+        return None
+    uids = set()
+    for table in tables:
+        try:
+            with open(table, encoding='ascii') as handle:
+                next(handle)
+                for line in handle:
+                    fields = line.split()
+                    if len(fields) > 7 and fields[3] != '0A' and _address(fields[1]) == (peer[0], peer[1]):
+                        uids.add(int(fields[7]))
+        except (OSError, ValueError, StopIteration):
+            continue
+    # Two owners of one address (sockets bound with SO_REUSEADDR): nobody's.
+    return uids.pop() if len(uids) == 1 else None
+
+
 def host_caller(source):
     """Whether a request comes from the host itself: a connection the host makes to 169.254.170.2 leaves from
     that address (it is local), or from loopback when the service listens there. The kernel drops a packet
@@ -332,11 +383,12 @@ class Endpoint:
     `/v2/credentials/<ID>` gets the same 403, whether the ID is registered or not: a caller learns nothing
     about IDs that are not its own."""
 
-    def __init__(self, registry, owners, cache, keys):
+    def __init__(self, registry, owners, cache, keys, uid_of=peer_uid):
         self.registry = registry
         self.owners = owners
         self.cache = cache
         self.keys = keys
+        self.uid_of = uid_of
 
     def _token_matches(self, given, cred_id, cluster, task, role_arn):
         key = self.keys.get()
@@ -345,7 +397,7 @@ class Endpoint:
         return hmac.compare_digest(given.strip().encode('utf-8', 'replace'),
                                    token(key, cred_id, cluster, task, role_arn).encode())
 
-    def answer(self, method, path, source, authorization=None):
+    def answer(self, method, path, source, authorization=None, port=None):
         if method != 'GET':
             return 405, {'code': 'MethodNotAllowed', 'message': 'only GET is served'}
         match = PATH_RE.match(path.split('?', 1)[0])
@@ -358,8 +410,9 @@ class Endpoint:
         role_arn, source_ip, cluster, task = found
         if source_ip == HOST_SOURCE:
             # The engine's own fetch (a task's execution role for its awslogs driver): it sends no token, so
-            # the registration is served to the host itself alone, never to a container or a task's netns.
-            if not host_caller(source):
+            # the registration is served to root on the host alone, never to a container or a task's netns, nor
+            # to another user of the host (every local connection has the host's source address).
+            if not host_caller(source) or self.uid_of((source, port)) != 0:
                 return 403, DENIED
         else:
             owner = source == source_ip if source_ip else self.owners.owns(cred_id, source)
@@ -400,7 +453,7 @@ class Handler(BaseHTTPRequestHandler):
     def _serve(self):
         try:
             status, body = self.server.endpoint.answer(self.command, self.path, self.client_address[0],
-                                                       self.headers.get('Authorization'))
+                                                       self.headers.get('Authorization'), self.client_address[1])
         except Exception as exc:  # pylint: disable=broad-except
             log.error('request failed: %s', exc.__class__.__name__)
             status, body = 500, {'code': 'InternalError', 'message': 'the endpoint failed'}
@@ -421,8 +474,8 @@ class Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-        # The request line only names the credential ID (no secret); never a header or a body.
-        log.info('%s %s', self.client_address[0], format % args)
+        # The request line, its credential ID by digest alone; never a header or a body.
+        log.info('%s %s', self.client_address[0], redact_ids(format % args))
 
 
 def _canned(status, reason):

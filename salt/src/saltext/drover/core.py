@@ -239,18 +239,26 @@ def pillar_at(pillar, key):
     return _plain(value)
 
 
-def state_args(kwargs, pillar=None):
+def state_args(kwargs, pillar=None, reserved=()):
     """The arguments Salt passed a state function, less Salt's own (__id__, __env__, __sls__, __pub_*).
 
     `pillar_key` (e.g. drover:tasks) names a pillar mapping whose options are taken as if they were given
     (those given as arguments win): the state is then declared without its secrets, which Salt would otherwise
-    keep in the minion's cache of the compiled states (highstate.cache.p) with the rest of its arguments."""
+    keep in the minion's cache of the compiled states (highstate.cache.p) with the rest of its arguments.
+    `reserved`: the host's own options (its engine, its store, its policy), which that mapping may not hold:
+    whoever writes the declarations does not set the policy that bounds them."""
     given = dict((k, v) for k, v in kwargs.items() if not k.startswith('__'))
     key = given.pop('pillar_key', None)
     if key is not None:
         found = pillar_at(pillar or {}, str(key))
         if not isinstance(found, dict):
             raise Invalid('pillar_key: the pillar has no mapping under %s' % key)
+        own = sorted(k for k in found if k in reserved)
+        if own:
+            raise Invalid('pillar_key %s: %s %s the host\'s own (its engine, its store, its policy), given as the '
+                          'state\'s arguments (the example state takes them from the pillar drover:host and '
+                          'drover:policy), never with the declarations' % (key, ', '.join(own),
+                                                                           'is' if len(own) == 1 else 'are'))
         merged = dict(found)
         merged.update(given)
         given = merged
@@ -258,11 +266,11 @@ def state_args(kwargs, pillar=None):
 
 
 
-def declared(name, state, kwargs, pillar, key, plural=None):
-    """What a state function declares, for the Ansible module's argument spec: its arguments (state_args), the
-    state ID as the option `key` unless given (or unless the state declares `plural` entries), and the state
-    function's `state`. Raises Invalid, naming the option."""
-    given = state_args(kwargs, pillar)
+def declared(name, state, kwargs, pillar, key, plural=None, reserved=()):
+    """What a state function declares, for the Ansible module's argument spec: its arguments (state_args, the
+    host's `reserved` options never from the pillar), the state ID as the option `key` unless given (or unless the
+    state declares `plural` entries), and the state function's `state`. Raises Invalid, naming the option."""
+    given = state_args(kwargs, pillar, tuple(reserved) + tuple(core('_argspecs').HOST_OWN))
     if plural is None or plural not in given:
         given.setdefault(key, name)
     given['state'] = state

@@ -25,7 +25,8 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.gh_runner_slot_spec()
     try:
-        given = core.declared(name, state, kwargs, __pillar__, 'pool', plural='pools')
+        given = core.declared(name, state, kwargs, __pillar__, 'pool', plural='pools',
+                              reserved=argspecs.GH_RUNNER_POLICY)
     except core.Invalid as exc:
         return core.invalid(name, exc)
     # `holds` (this extension's own): {pool: YYYY-MM-DDTHH:MM:SSZ}, fleet-wide holds from outside this minion (a

@@ -28,7 +28,8 @@ def _converge(name, state, kwargs):
     argspecs = core.core('_argspecs', __opts__)
     spec = argspecs.ecs_task_spec()
     try:
-        given = core.declared(name, state, kwargs, __pillar__, 'name', plural='tasks')
+        given = core.declared(name, state, kwargs, __pillar__, 'name', plural='tasks',
+                              reserved=argspecs.ECS_TASK_POLICY)
     except core.Invalid as exc:
         return core.invalid(name, exc)
     hidden = core.secrets(spec, given, NESTED_SECRETS)
