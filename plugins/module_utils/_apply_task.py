@@ -903,7 +903,8 @@ def _check_binds(tasks, allowed):
             if vol.kind != 'bind':
                 continue
             real = os.path.realpath(vol.source_path)
-            if not level_mod.under(real, allowed):
+            # A prefix may itself go through a link (/var/run is /run): it is taken as written and as resolved.
+            if not level_mod.under(real, list(allowed) + [os.path.realpath(p) for p in allowed if p.startswith('/')]):
                 raise TaskFailure('%s[%d] (%s) of task %s/%s binds %s, which is %s on this host: outside the host paths '
                                   'this host allows for binds (bind_paths: %s); a symbolic link there is refused'
                                   % (where, index, vol.name, decl.cluster, decl.name, vol.source_path, real,

@@ -23,10 +23,10 @@ from ansible_collections.drover.fleet.plugins.module_utils._store import DEFAULT
 # for what a task or a runner may do. The Salt states take them as their arguments only, never from the pillar
 # that holds the declarations (pillar_key), as the Ansible roles take them from host variables, never from an
 # entry of drover_tasks or drover_pools.
-HOST_OWN = ('docker_host', 'store_path')
+HOST_OWN = ('docker_host', 'store_path', 'aws_endpoint_url', 'aws_region')
 ECS_TASK_POLICY = ('allow_host_network', 'allow_privileged', 'allow_host_namespaces', 'log_drivers', 'log_driver_map',
                    'aws_logs', 'log_addresses', 'allowed_roles', 'allowed_capabilities', 'allowed_devices',
-                   'nfs_servers', 'bind_paths', 'attributes')
+                   'allowed_security_options', 'nfs_servers', 'bind_paths', 'attributes')
 GH_RUNNER_POLICY = ('allow_host_network',)
 
 
@@ -160,6 +160,7 @@ def ecs_task_spec():
         allowed_roles=dict(type='list', elements='str'),
         allowed_capabilities=dict(type='list', elements='str', default=[]),
         allowed_devices=dict(type='list', elements='str', default=[]),
+        allowed_security_options=dict(type='list', elements='str', default=[]),
         nfs_servers=dict(type='list', elements='str', default=[]),
         allow_host_namespaces=dict(type='bool', default=False),
         bind_paths=dict(type='list', elements='str'),

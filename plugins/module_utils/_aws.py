@@ -21,8 +21,10 @@ import base64
 import json
 import re
 
-# <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn][:port]: a name in AWS's own domain, whatever the port.
-ECR_HOST_RE = re.compile(r'^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?(?::[0-9]{1,5})?\Z')
+# <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn] and the dual-stack <account>.dkr-ecr[-fips].<region>.on.aws
+# [:port]: a name in AWS's own domain, whatever the port.
+ECR_HOST_RE = re.compile(r'^(\d{12})\.(?:dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?'
+                         r'|dkr-ecr(?:-fips)?\.([a-z0-9-]+)\.on\.aws)(?::[0-9]{1,5})?\Z')
 DEFAULT_REGION = 'us-east-1'
 SESSION_SECONDS = 900      # the shortest STS session: long enough for one pull
 TIMEOUT = 15
@@ -35,7 +37,7 @@ class AwsError(Exception):
 def ecr_registry(host):
     """(account, region) of an ECR registry host name, or None for any other registry."""
     match = ECR_HOST_RE.match(host or '')
-    return (match.group(1), match.group(2)) if match else None
+    return (match.group(1), match.group(2) or match.group(3)) if match else None
 
 
 def _code(exc):

@@ -55,12 +55,11 @@ DEFAULT_DROP = ('NET_RAW',)
 # the host's allow_privileged or its allowed_capabilities.
 ENGINE_CAPABILITIES = ('AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE',
                        'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT')
-# Security options that only confine a container further (ECS's dockerSecurityOptions: no-new-privileges, an
-# AppArmor profile, an SELinux label); any other (seccomp, systempaths, an unconfined profile, label disable)
-# lifts a confinement and needs the host's allow_privileged.
-CONFINING_SECURITY_OPTION_RE = re.compile(
-    r'^(?:no-new-privileges(?:[:=]true)?|apparmor[:=](?!unconfined\Z)[A-Za-z0-9_.-]+'
-    r'|label[:=](?:user|role|type|level):[A-Za-z0-9_.:,-]+)\Z')
+# The security option that only confines a container further whatever the host (no-new-privileges). Any other
+# may lift a confinement: seccomp, systempaths, an AppArmor profile (a host's profile may be unconfined), an
+# SELinux label (spc_t, unconfined_t, every category), label disable. Each needs the host's allow_privileged, or
+# its allowed_security_options (the profiles and labels its operator knows).
+CONFINING_SECURITY_OPTION_RE = re.compile(r'^no-new-privileges(?:[:=]true)?\Z')
 ULIMITS = ('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss',
            'rtprio', 'rttime', 'sigpending', 'stack')
 DEVICE_PERMISSIONS = ('read', 'write', 'mknod')
@@ -689,7 +688,8 @@ def _rules(c, at, network_mode, host):
                         % (at('memory_reservation'), c.memory_reservation, at('memory'), c.memory))
     if c.max_swap is not None and not c.memory:
         raise SpecError('%s needs %s: the swap is counted on top of the hard limit' % (at('max_swap'), at('memory')))
-    if c.privileged and not host.get('allow_privileged'):
+    enforce = host.get('enforce', True)
+    if c.privileged and enforce and not host.get('allow_privileged'):
         raise SpecError('%s: container %s would get every capability and device of the host; this host refuses '
                         'privileged containers unless allow_privileged is true (role variable '
                         'drover_allow_privileged)' % (at('privileged'), c.name))
@@ -710,6 +710,10 @@ def _rules(c, at, network_mode, host):
                 if any(ch in (item.get(member) or '') for ch in ':,\0'):
                     raise SpecError('%s must not hold ":", "," or a NUL character, got %r'
                                     % (_member(at, option, i, member), item[member]))
+            if option == 'devices' and [p for p in item['host_path'].split('/')[1:] if p in ('', '.', '..')]:
+                # /dev/dri/../sda would match /dev/dri/* and be the host's disk.
+                raise SpecError('%s must be a device\'s path itself (no empty, "." or ".." part), got %r'
+                                % (_member(at, option, i, 'host_path'), item['host_path']))
             if option == 'devices':
                 if not item['host_path'].startswith('/dev/'):
                     raise SpecError('%s must be a device under /dev, got %r'
@@ -788,7 +792,8 @@ def _rules(c, at, network_mode, host):
         if not re.match(r'^[a-z0-9_]+(\.[a-zA-Z0-9_-]+)+\Z', dict(item)['namespace']):
             raise SpecError('%s %r is not a kernel parameter name (like net.core.somaxconn)'
                             % (_member(at, 'system_controls', i, 'namespace'), dict(item)['namespace']))
-    _privileged_in_all_but_name(c, at, host)
+    if enforce:
+        _privileged_in_all_but_name(c, at, host)
     return warnings
 
 
@@ -812,11 +817,13 @@ def _privileged_in_all_but_name(c, at, host):
                             'memory); this host refuses it unless it matches allowed_devices (%s) or allow_privileged is '
                             'true (role variables drover_allowed_devices, drover_allow_privileged)'
                             % (_member(at, 'devices', i, 'host_path'), path, ', '.join(patterns) or 'none'))
+    known = host.get('allowed_security_options') or ()
     for i, option in enumerate(c.docker_security_options or ()):
-        if not CONFINING_SECURITY_OPTION_RE.match(option):
-            raise SpecError('%s[%d] %s lifts a confinement of the container (or is not one this host knows: '
-                            'no-new-privileges, apparmor:PROFILE, label:user|role|type|level:VALUE); this host refuses '
-                            'it unless allow_privileged is true (role variable drover_allow_privileged)'
+        if not CONFINING_SECURITY_OPTION_RE.match(option) and option not in known:
+            raise SpecError('%s[%d] %s may lift a confinement of the container (an AppArmor profile or an SELinux '
+                            'label of the host may be unconfined; seccomp, systempaths and label disable are); this '
+                            'host refuses it unless it is in allowed_security_options or allow_privileged is true '
+                            '(role variables drover_allowed_security_options, drover_allow_privileged)'
                             % (at('docker_security_options'), i, option))
 
 
@@ -845,8 +852,9 @@ def _log_policy(c, at, host):
     if driver not in allowed:
         raise SpecError('%s %r is not allowed on this host (allowed: %s)'
                         % (at('log_configuration', 'log_driver'), driver, ', '.join(allowed) or 'none'))
-    destinations.check(driver, dict(config.get('options') or ()), host.get('log_addresses'),
-                       lambda member: at('log_configuration', member), host.get('aws_endpoint_url'))
+    if host.get('enforce', True):
+        destinations.check(driver, dict(config.get('options') or ()), host.get('log_addresses'),
+                           lambda member: at('log_configuration', member), host.get('aws_endpoint_url'))
     if driver == awslogs.DRIVER:
         awslogs.check(config.get('options'), at('log_configuration', 'options'), host.get('region'))
     return c._replace(log_configuration=tuple(sorted(config.items()))), warnings

@@ -10,9 +10,10 @@ policy lists it (`log_addresses`, exactly as written there); a driver given no a
 destination, which must be listed too. Nothing is listed by default, so a task isolated on an awsvpc network
 cannot use its logs to get around that network, nor forge the host's own log lines.
 
-A destination is also read as the engine reads it (the scheme in any case, the path %-decoded, `..` and `//`
-resolved, /proc/<pid>/root and the like taken as the host's root), and one that reaches the collection's own
-sockets (a task's log router under /run/drover) is refused even when listed.
+A destination is also read as the engine reads it (the scheme in any case, with or without `//`, the path
+%-decoded, `//` and `.` resolved, /proc/<pid>/root and the like taken as the host's root), and one that reaches
+the collection's own sockets (a task's log router under /run/drover), or that holds a `..` (the kernel resolves
+it through links), is refused even when listed.
 
 Owns: the table of drivers with a destination (DESTINATIONS) and the check of one container's destination.
 Must not: touch the host, the engine or the store. Raises SpecError (naming the field) and nothing else.
@@ -48,12 +49,20 @@ SOCKET_SCHEMES = ('unix', 'unixgram')
 _PROC_VIEW = re.compile(r'^/proc/[^/]+/(?:root|cwd)(?=/|\Z)')
 
 
-def socket_path(address):
-    """The host path a socket address reaches, as the engine reads it (None when it is no socket address)."""
-    scheme, sep, _rest = address.partition('://')
+def _raw_socket_path(address):
+    """The %-decoded path of a socket address as Go's URL parser gives it (unix:/p, unix:///p, unix://host/p), or
+    None when the scheme (in any case) is no socket's."""
+    scheme, sep, rest = address.partition(':')
     if not sep or scheme.lower() not in SOCKET_SCHEMES:
         return None
-    path = unquote(urlsplit('x://' + address.partition('://')[2]).path or '')
+    return unquote(urlsplit('x:' + rest).path or '')
+
+
+def socket_path(address):
+    """The host path a socket address reaches, as the engine reads it (None when it is no socket address)."""
+    path = _raw_socket_path(address)
+    if path is None:
+        return None
     path = posixpath.normpath('/' + path.lstrip('/'))
     while True:
         shorter = _PROC_VIEW.sub('', path, count=1)
@@ -64,9 +73,12 @@ def socket_path(address):
 
 def reaches_own_socket(address):
     """Whether a log address reaches the collection's own sockets (or anything under /proc, which could)."""
-    path = socket_path(address)
-    if path is None:
+    raw = _raw_socket_path(address)
+    if raw is None:
         return False
+    if '..' in raw.split('/'):
+        return True             # resolved by the kernel through links (/var/lock is /run/lock): never read here
+    path = socket_path(address)
     return path.startswith('/proc/') or any(path == own or path.startswith(own + '/') for own in OWN_SOCKETS)
 
 

@@ -140,13 +140,28 @@ MAIN_TABLE = 254
 
 def host_use(index):
     """Why the host's link `index` is the host's own and must stay where it is (None when it is not): the
-    loopback, a bridge or a bond or a port of one, a link that holds an address of the host's (a global one) or
-    carries its default route. A hot-plugged ENI is none of these until it is configured."""
+    loopback, a bridge or a bond or a port of one, the link another interface of the host is made on (a VLAN,
+    macvlan, ipvlan), a link that holds an address of the host's (a global one) or carries its default route. A
+    hot-plugged ENI is none of these until it is configured (a host that configures one as it appears, as
+    amazon-ec2-net-utils does, must leave task ENIs alone, as ECS requires). Raises NetError."""
+    try:
+        return _host_use(index)
+    except pr.NetlinkError as exc:
+        raise NetError('look at interface %s: %s' % (index, exc))
+
+
+def _host_use(index):
     with pr.IPRoute() as ipr:
-        links = ipr.get_links(index)
+        every = ipr.get_links()
+        links = [x for x in every if x['index'] == index]
         if not links:
             return None
         link = links[0]
+        # IFLA_LINK of a link whose other end is in another namespace (a veth) is an index there, not here.
+        above = [_attr(x, 'IFLA_IFNAME') for x in every if x['index'] != index and _attr(x, 'IFLA_LINK') == index
+                 and _attr(x, 'IFLA_LINK_NETNSID') is None]
+        if above:
+            return 'the host\'s interface %s is made on it (a VLAN, macvlan or ipvlan)' % above[0]
         if link['flags'] & IFF_LOOPBACK:
             return 'it is the host\'s loopback interface'
         if _attr(link, 'IFLA_MASTER'):

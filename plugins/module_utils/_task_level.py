@@ -62,7 +62,9 @@ EFS_NFS_OPTIONS = 'nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retran
 # a server the host lists (nfs_servers). Any other type mounts what the host holds (a disk's device, a path with
 # o=bind), around bind_paths, and needs the host's allow_privileged.
 LOCAL_MOUNT_TYPES = ('tmpfs', 'nfs', 'nfs4')
-LOCAL_OPTS = ('type', 'device', 'o')
+LOCAL_OPTS = ('type', 'device', 'o', 'size')
+# NFS mount options that would send the mount elsewhere than the server in addr=.
+NFS_ELSEWHERE = ('mountaddr', 'clientaddr')
 # The names the collection gives its own task volumes (engine_volume): never a shared volume a task names.
 OWN_VOLUME_PREFIX = 'drover-'
 MAX_CONSTRAINTS = 10
@@ -232,7 +234,7 @@ def _volume(raw, where, ecs, policy, region):
         if scope == 'shared' and name.startswith(OWN_VOLUME_PREFIX):
             raise SpecError('%s %r: %s* names the collection\'s own volumes (a task\'s, made for its run): a shared '
                             'volume has a name of its own' % (at('name', 'name'), name, OWN_VOLUME_PREFIX))
-        if driver == 'local' and opts and not policy.get('allow_privileged'):
+        if driver == 'local' and opts and policy.get('enforce') and not policy.get('allow_privileged'):
             _local_mount(dict(opts), '%s.%s' % (where, dk[3]), policy.get('nfs_servers') or ())
         return Volume(name, scope, None, driver, opts, labels, auto)
     if efs:
@@ -258,6 +260,9 @@ def _local_mount(opts, field, servers):
         raise SpecError('%s.device must be tmpfs for a tmpfs, got %r' % (field, device))
     if kind != 'tmpfs':
         addrs = [w.split('=', 1)[1] for w in words if w.startswith('addr=')]
+        elsewhere = [w for w in words if w.split('=', 1)[0] in NFS_ELSEWHERE]
+        if elsewhere:
+            raise SpecError('%s.o %s: an NFS volume mounts from the server in addr= alone' % (field, elsewhere[0]))
         if not device.startswith(':') or len(addrs) != 1:
             raise SpecError('%s: an NFS volume gives its server in o (addr=<server>) and the export in device '
                             '(:<path>), got device %r, o %r' % (field, device, opts.get('o')))
@@ -284,7 +289,7 @@ def _efs(name, efs, where, n, region, policy):
         addr = '%s.efs.%s.amazonaws.com' % (fs, region or 'us-east-1')
     elif NFS_HOST_RE.match(fs):
         addr = fs                       # an NFS server's name or address (a stand-in for EFS)
-        if not policy.get('allow_privileged'):
+        if policy.get('enforce') and not policy.get('allow_privileged'):
             _nfs_server(addr, '%s.%s' % (where, ek[0]), policy.get('nfs_servers') or ())
     else:
         raise SpecError('%s.%s must be an EFS file system ID (fs-...) or an NFS server\'s name or address, got %r'

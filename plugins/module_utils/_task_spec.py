@@ -262,6 +262,8 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
 
     level = _level(raw, td_level, prefix, cluster, name, state, host or {})
+    # The host's policy bounds a task that is to run; stopping or removing one is always allowed.
+    policy = host if state == 'running' else dict(host or {}, enforce=False)
     containers = ()
     if state == 'running' or containers_raw:
         if not isinstance(containers_raw, list) or not containers_raw:
@@ -275,7 +277,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         out = []
         seen = set()
         for i, item in enumerate(containers_raw):
-            spec, said = settings.parse(item, '%s[%d]' % (containers_field, i), network_mode, host,
+            spec, said = settings.parse(item, '%s[%d]' % (containers_field, i), network_mode, policy,
                                         ecs=raw.get('task_definition') is not None)
             warnings.extend(said)
             if spec.name in seen:
@@ -408,7 +410,7 @@ def _check_policy(params):
         if cap not in settings.CAPABILITIES:
             raise SpecError('allowed_capabilities[%d] %r is not a capability (as ECS names them: SYS_PTRACE, '
                             'IPC_LOCK...)' % (i, cap))
-    for key in ('log_addresses', 'allowed_roles', 'nfs_servers'):
+    for key in ('log_addresses', 'allowed_roles', 'nfs_servers', 'allowed_security_options'):
         for i, value in enumerate(params.get(key) or ()):
             if not isinstance(value, str) or not value or value != value.strip():
                 raise SpecError('%s[%d] must be a non-empty string with no blank at either end, got %r' % (key, i, value))
@@ -418,11 +420,12 @@ def host_policy(params, machine=None):
     """The host's policy for what a task may do, from the module's options, and what is known of the host
     (`machine`: its architecture, as uname names it)."""
     _check_policy(params)
-    return {'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
+    return {'enforce': True, 'allow_privileged': bool(params.get('allow_privileged')), 'log_drivers': params.get('log_drivers'),
             'log_driver_map': params.get('log_driver_map'), 'aws_logs': bool(params.get('aws_logs')),
             'log_addresses': params.get('log_addresses') or [], 'aws_endpoint_url': params.get('aws_endpoint_url'),
             'allowed_roles': params.get('allowed_roles'),
             'allowed_capabilities': params.get('allowed_capabilities') or [],
+            'allowed_security_options': params.get('allowed_security_options') or [],
             'allowed_devices': params.get('allowed_devices') or [], 'nfs_servers': params.get('nfs_servers') or [],
             'bind_paths': params.get('bind_paths'),
             'allow_host_namespaces': bool(params.get('allow_host_namespaces')),

@@ -45,14 +45,21 @@ CASES = [
     (dict(task_definition=td(linuxParameters={'devices': [{'hostPath': '/dev/sda', 'containerPath': '/dev/sda'}]})),
      'task_definition.containerDefinitions[0].linuxParameters.devices[0].hostPath /dev/sda'),
     (dict(name='web', containers=[container('main', docker_security_options=['apparmor=unconfined'])]),
-     'containers[0].docker_security_options[0] apparmor=unconfined lifts a confinement'),
+     'containers[0].docker_security_options[0] apparmor=unconfined may lift a confinement'),
     (dict(name='web', containers=[container('main', docker_security_options=['no-new-privileges',
                                                                              'seccomp=unconfined'])]),
-     'containers[0].docker_security_options[1] seccomp=unconfined lifts a confinement'),
+     'containers[0].docker_security_options[1] seccomp=unconfined may lift a confinement'),
     (dict(task_definition=td(dockerSecurityOptions=['systempaths=unconfined'])),
-     'task_definition.containerDefinitions[0].dockerSecurityOptions[0] systempaths=unconfined lifts'),
+     'task_definition.containerDefinitions[0].dockerSecurityOptions[0] systempaths=unconfined may lift'),
     (dict(task_definition=td(dockerSecurityOptions=['label:disable'])),
-     'dockerSecurityOptions[0] label:disable lifts'),
+     'dockerSecurityOptions[0] label:disable may lift'),
+    (dict(task_definition=td(dockerSecurityOptions=['label:type:spc_t'])),
+     'dockerSecurityOptions[0] label:type:spc_t may lift'),
+    (dict(name='web', containers=[container('main', docker_security_options=['apparmor=runc'])]),
+     'containers[0].docker_security_options[0] apparmor=runc may lift'),
+    (dict(name='web', containers=[container('main', devices=[{'host_path': '/dev/dri/../sda'}])],
+          allowed_devices=['/dev/dri/*']),
+     'containers[0].devices[0].host_path must be a device\'s path itself (no empty, "." or ".." part)'),
     # a host path or device through a volume
     (volume_task({'name': 'v', 'docker_volume_configuration': {'driver': 'local', 'driver_opts': {
         'type': 'none', 'o': 'bind', 'device': '/'}}}),
@@ -65,6 +72,11 @@ CASES = [
         'name': 'v', 'dockerVolumeConfiguration': {'scope': 'task', 'driver': 'local', 'driverOpts': {
             'type': 'ext4', 'device': '/dev/sda1'}}}])),
      'task_definition.volumes[0].dockerVolumeConfiguration.driverOpts: type ext4, o (none) would mount'),
+    (dict(volume_task({'name': 'v', 'docker_volume_configuration': {'driver_opts': {
+        'type': 'nfs', 'o': 'addr=198.18.0.10,mountaddr=198.18.0.99', 'device': ':/exports'}}}),
+          nfs_servers=['198.18.0.10']),
+     'volumes[0].docker_volume_configuration.driver_opts.o mountaddr=198.18.0.99: an NFS volume mounts from the '
+     'server in addr= alone'),
     (volume_task({'name': 'v', 'docker_volume_configuration': {'driver_opts': {
         'type': 'nfs', 'o': 'addr=198.18.0.10,ro', 'device': ':/exports'}}}),
      'volumes[0].docker_volume_configuration.driver_opts.o: the NFS server 198.18.0.10 is not one this host mounts'),
@@ -112,15 +124,19 @@ def test_what_the_host_lists_is_taken(engine, cluster, converge, tmp_path):
     a role that matches allowed_roles, and the same declarations with allow_privileged."""
     decl = dict(name='web', task_role_arn='arn:aws:iam::123456789012:role/app-web', containers=[container(
         'main', capabilities={'add': ['SYS_PTRACE']}, devices=[{'host_path': '/dev/null', 'container_path': '/dev/x'}],
-        docker_security_options=['no-new-privileges'])])
+        docker_security_options=['no-new-privileges', 'label:type:container_t'])])
     policy = dict(allowed_capabilities=['SYS_PTRACE'], allowed_devices=['/dev/nul?'],
+                  allowed_security_options=['label:type:container_t'],
                   allowed_roles=['arn:aws:iam::123456789012:role/app-*'])
     r = converge(**dict(decl, **policy))
     assert r['task']['last_status'] == 'RUNNING', r['task']
     host = engine.api.inspect_container('web-main')['HostConfig']
     assert host['CapAdd'] == ['SYS_PTRACE'] and host['Devices'][0]['PathOnHost'] == '/dev/null'
-    assert host['SecurityOpt'] == ['no-new-privileges']
+    assert host['SecurityOpt'] == ['no-new-privileges', 'label:type:container_t']
     assert not converge(**dict(decl, allow_privileged=True))['changed']
+    # Stopping or removing a task is always allowed, whatever it asked for.
+    for state in ('stopped', 'absent'):
+        assert converge(**dict(decl, state=state))['changed']
 
 
 def test_a_symbolic_link_under_bind_paths_does_not_lead_out(engine, cluster, converge, store_path, tmp_path):
@@ -133,8 +149,12 @@ def test_a_symbolic_link_under_bind_paths_does_not_lead_out(engine, cluster, con
     os.symlink(str(allowed / 'a' / 'data'), str(allowed / 'a' / 'current'))
     args = dict(bind_paths=[str(allowed)], containers=[container('main', mount_points=[
         {'source_volume': 'h', 'container_path': '/h'}])])
-    # A link that stays under the prefix is taken.
+    # A link that stays under the prefix is taken, and so is a prefix that goes through a link itself.
     r = converge(name='web', volumes=[{'name': 'h', 'host': {'source_path': str(allowed / 'a' / 'current')}}], **args)
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    os.symlink(str(allowed), str(tmp_path / 'linked'))
+    r = converge(name='web3', **dict(args, bind_paths=[str(tmp_path / 'linked')], volumes=[
+        {'name': 'h', 'host': {'source_path': str(tmp_path / 'linked' / 'a' / 'data')}}]))
     assert r['task']['last_status'] == 'RUNNING', r['task']
     before = net_snapshot(engine, store_path)
     for check in (True, False):

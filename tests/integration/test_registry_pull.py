@@ -18,17 +18,19 @@ from sweep import given, register
 REMOTE = '%s/drover/busybox:1' % REGISTRY
 
 
+def drop_image(engine, ref):
+    try:
+        engine.images.remove(ref)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
 @pytest.fixture
 def no_local_copy(engine):
     """The registry's image is not on the host, so the converge has to pull it."""
-    def drop():
-        try:
-            engine.images.remove(REMOTE)
-        except Exception:  # pylint: disable=broad-except
-            pass
-    drop()
+    drop_image(engine, REMOTE)
     yield
-    drop()
+    drop_image(engine, REMOTE)
 
 
 def auth(password=REGISTRY_PASSWORD):
@@ -115,15 +117,9 @@ def ecr_name(engine):
     line = '127.0.0.1 %s %s\n' % (ECR_HOST, HOSTS_MARK)
     with open(HOSTS, 'a', encoding='utf-8') as handle:
         handle.write(line)
-
-    def drop():
-        try:
-            engine.images.remove(ECR_REMOTE)
-        except Exception:  # pylint: disable=broad-except
-            pass
-    drop()
+    drop_image(engine, ECR_REMOTE)
     yield ECR_REGISTRY
-    drop()
+    drop_image(engine, ECR_REMOTE)
     with open(HOSTS, encoding='utf-8') as handle:
         kept = [x for x in handle.readlines() if HOSTS_MARK not in x]
     with open(HOSTS, 'w', encoding='utf-8') as handle:

@@ -69,8 +69,9 @@ def test_the_host_s_options_come_as_arguments_never_from_the_declarations_pillar
     with pytest.raises(core.Invalid) as err:
         core.state_args({'pillar_key': 'drover:tasks'}, pillar, reserved)
     assert str(err.value) == ('pillar_key drover:tasks: allow_privileged, log_addresses are the host\'s own (its engine, '
-                              'its store, its policy), given as the state\'s arguments (the example state takes them '
-                              'from the pillar drover:host and drover:policy), never with the declarations')
+                              'its store, its AWS endpoint, its policy), given as the state\'s arguments (the example '
+                              'state takes them from the minion\'s configuration, drover.host and drover.policy), never '
+                              'with the declarations')
     # As the state's arguments (from drover:policy), they are taken.
     assert core.state_args({'pillar_key': 'drover:tasks', 'allow_privileged': True},
                            {'drover': {'tasks': {'cluster': 'prod'}}}, reserved) == {'cluster': 'prod',

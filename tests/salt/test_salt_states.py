@@ -5,6 +5,8 @@ module on the same declaration, bad pillar, a runner pool against the GitHub sta
 
 from __future__ import absolute_import, division, print_function
 
+import json
+import os
 import subprocess
 import uuid
 
@@ -108,6 +110,25 @@ def test_bad_pillar_changes_nothing(engine, minion, cluster, store_path, bad, na
         assert ret['result'] is False and ret['changes'] == {}, ret
         assert named in ret['comment'], ret['comment']
     assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+
+
+def test_the_host_s_policy_is_never_pillar(engine, minion, cluster, store_path):
+    """A team's pillar file adds drover:policy and drover:host (Salt merges pillar files key by key): the example
+    state reads the host's options from the minion's configuration alone, so a privileged task stays refused."""
+    minion.pillar({'host': {'store_path': store_path}, 'tasks': declaration(cluster)})
+    assert minion.apply()['drover-tasks']['result'] is True
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    evil = declaration(cluster, tasks=[dict(name='web', containers=[dict(name='main', image=IMAGE, privileged=True,
+                                                                        command=['sleep', '3600'])])])
+    path = os.path.join(minion.base, 'pillar', 'drover.sls')
+    with open(path, 'w') as handle:
+        json.dump({'drover': {'tasks': evil, 'policy': {'allow_privileged': True},
+                              'host': {'allow_host_network': True, 'store_path': '/tmp/elsewhere.db'}}}, handle)
+    for test in (True, False):
+        ret = minion.apply(test=test)['drover-tasks']
+        assert ret['result'] is False and 'allow_privileged is true' in ret['comment'], ret
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+    assert not os.path.exists('/tmp/elsewhere.db')
 
 
 def test_secrets_never_returned(engine, minion, cluster, store_path):

@@ -15,7 +15,8 @@ IMG = 'drover.local/busybox:1'
 ROUTER = firelens.directory('/var/lib/drover/store.db', 'prod', 'victim')
 # A victim's router socket, as the engine would be asked to reach it in four spellings that a prefix test on the
 # raw text lets through.
-FORGED = ['UNIX://%s/socket/fluent.sock' % ROUTER,
+FORGED = ['UNIX://%s/socket/fluent.sock' % ROUTER, 'unix:%s/socket/fluent.sock' % ROUTER,
+          'unix:///var/lock/../drover/firelens/%s/socket/fluent.sock' % ROUTER.rsplit('/', 1)[1],
           'unix:///run/%%64rover/firelens/%s/socket/fluent.sock' % ROUTER.rsplit('/', 1)[1],
           'unix:///proc/self/root%s/socket/fluent.sock' % ROUTER,
           'unix:///proc/1/root%s/socket/fluent.sock' % ROUTER]
@@ -54,6 +55,7 @@ def test_each_spelling_of_another_task_s_router_is_refused(address):
     ('unix:///proc/self/root/run/drover/x', '/run/drover/x'),
     ('unix:///proc/1/root/proc/self/cwd/var/run/drover/../drover/x', '/var/run/drover/x'),
     ('unixgram://run/drover/x', '/drover/x'),        # the engine's URL parser takes "run" for a host name
+    ('unix:/run/drover/x', '/run/drover/x'),          # ... and takes a path with no "//"
     ('unix:////run//drover/./x', '/run/drover/x'),
     ('tcp://127.0.0.1:24224', None),
     ('127.0.0.1:24224', None),

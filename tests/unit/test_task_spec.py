@@ -178,6 +178,8 @@ def test_ecr_registry_auth_and_host_names():
                                   'amazonaws.com): an ECR token is handed to ECR alone' % other)
     assert aws.ecr_registry(ecr) == ('123456789012', 'eu-west-1')
     assert aws.ecr_registry(ecr + ':5000') == ('123456789012', 'eu-west-1')       # AWS's name, whatever the port
+    assert aws.ecr_registry('123456789012.dkr-ecr.eu-west-1.on.aws') == ('123456789012', 'eu-west-1')   # dual-stack
+    assert aws.ecr_registry('123456789012.dkr-ecr.eu-west-1.on.aws.evil.example') is None
     assert aws.ecr_registry('123456789012.dkr.ecr-fips.us-east-1.amazonaws.com') == ('123456789012', 'us-east-1')
     assert aws.ecr_registry('123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn') == ('123456789012', 'cn-north-1')
     for other in ('registry.example.com', '12345.dkr.ecr.eu-west-1.amazonaws.com', 'dkr.ecr.amazonaws.com', ''):

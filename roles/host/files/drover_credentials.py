@@ -333,10 +333,13 @@ def _address(hex_address):
     """(ip, port) of an address of /proc/net/tcp or tcp6 (the kernel's words, in host byte order)."""
     ip_hex, port_hex = hex_address.split(':')
     raw = bytes.fromhex(ip_hex)
+    # The kernel prints each 32-bit word as the host's integer: its bytes in the network's order on a big-endian
+    # host, reversed on a little-endian one.
+    turn = (lambda word: word[::-1]) if sys.byteorder == 'little' else (lambda word: word)
     if len(raw) == 4:
-        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+        ip = socket.inet_ntop(socket.AF_INET, turn(raw))
     else:
-        words = b''.join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        words = b''.join(turn(raw[i:i + 4]) for i in range(0, 16, 4))
         ip = socket.inet_ntop(socket.AF_INET6, words)
         if ip.startswith('::ffff:') and '.' in ip:
             ip = ip[len('::ffff:'):]
@@ -356,7 +359,8 @@ def peer_uid(peer, tables=('/proc/net/tcp', '/proc/net/tcp6')):
                 next(handle)
                 for line in handle:
                     fields = line.split()
-                    if len(fields) > 7 and fields[3] != '0A' and _address(fields[1]) == (peer[0], peer[1]):
+                    # Not a listening socket (0A), nor one in TIME_WAIT (06: the kernel shows uid 0 for it).
+                    if len(fields) > 7 and fields[3] not in ('0A', '06') and _address(fields[1]) == (peer[0], peer[1]):
                         uids.add(int(fields[7]))
         except (OSError, ValueError, StopIteration):
             continue

@@ -255,10 +255,10 @@ def state_args(kwargs, pillar=None, reserved=()):
             raise Invalid('pillar_key: the pillar has no mapping under %s' % key)
         own = sorted(k for k in found if k in reserved)
         if own:
-            raise Invalid('pillar_key %s: %s %s the host\'s own (its engine, its store, its policy), given as the '
-                          'state\'s arguments (the example state takes them from the pillar drover:host and '
-                          'drover:policy), never with the declarations' % (key, ', '.join(own),
-                                                                           'is' if len(own) == 1 else 'are'))
+            raise Invalid('pillar_key %s: %s %s the host\'s own (its engine, its store, its AWS endpoint, its '
+                          'policy), given as the state\'s arguments (the example state takes them from the minion\'s '
+                          'configuration, drover.host and drover.policy), never with the declarations'
+                          % (key, ', '.join(own), 'is' if len(own) == 1 else 'are'))
         merged = dict(found)
         merged.update(given)
         given = merged
