@@ -40,9 +40,10 @@ if want == "some" and not changed:
 }
 
 echo '--- Salt: the pillar of this host, written from examples/inventory.yml (examples/salt/pillar.yml) ---'
-ansible-playbook -i "$INVENTORY" "$ROOT/examples/salt/pillar.yml" -e "drover_salt_pillar=$base/pillar/drover.sls" >"$base/pillar.log"
-# The host's options and policy are the minion's own configuration, never its pillar (salt/examples/drover).
-"$PY" "$ROOT/hack/salt_minion.py" --split "$base" >/dev/null
+# The host's options and policy go into the minion's own configuration, never its pillar (salt/examples/drover).
+mkdir -p "$base/conf/minion.d"
+ansible-playbook -i "$INVENTORY" "$ROOT/examples/salt/pillar.yml" -e "drover_salt_pillar=$base/pillar/drover.sls" \
+  -e "drover_salt_minion_conf=$base/conf/minion.d/drover.conf" >"$base/pillar.log"
 "$PY" -c '
 import sys, yaml
 drover = yaml.safe_load(open(sys.argv[1]))["drover"]

@@ -5,7 +5,6 @@
 `drover`, and `salt-call --local -c <base>/conf` to run it.
 
     python hack/salt_minion.py <base> [minion id]      # writes the config; prints the -c directory
-    python hack/salt_minion.py --split <base>          # moves the pillar's host and policy into the config
 """
 
 from __future__ import absolute_import, division, print_function
@@ -38,11 +37,6 @@ def write(base, minion_id='drover', root_dir=None, file_roots=()):
     return conf
 
 
-# The parts of the example's declaration that are the host's own: the minion's configuration holds them (keys
-# drover.host and drover.policy), never its pillar (salt/examples/drover/init.sls).
-HOST_PARTS = ('host', 'policy')
-
-
 def write_host(base, host=None, policy=None):
     """Set the minion's own drover.host and drover.policy (its config file, 0600)."""
     path = os.path.join(base, 'conf', 'minion')
@@ -55,8 +49,9 @@ def write_host(base, host=None, policy=None):
 
 
 def write_pillar(base, drover):
-    """Set the pillar key `drover` of the minion under `base` (JSON is YAML), its `host` and `policy` parts as the
-    minion's own configuration; returns the pillar file's path."""
+    """Set the pillar key `drover` of the minion under `base` (JSON is YAML); its `host` and `policy` parts, the
+    host's own, go into the minion's configuration as drover.host and drover.policy, never its pillar
+    (salt/examples/drover/init.sls). Returns the pillar file's path."""
     drover = dict(drover)
     write_host(base, drover.pop('host', None), drover.pop('policy', None))
     path = os.path.join(base, 'pillar', 'drover.sls')
@@ -65,18 +60,5 @@ def write_pillar(base, drover):
     return path
 
 
-def split_pillar(base):
-    """A pillar file written whole (examples/salt/pillar.yml): its host and policy parts moved into the minion's
-    configuration."""
-    import yaml     # pylint: disable=import-outside-toplevel
-    path = os.path.join(base, 'pillar', 'drover.sls')
-    with open(path) as handle:
-        drover = (yaml.safe_load(handle) or {}).get('drover') or {}
-    return write_pillar(base, drover)
-
-
 if __name__ == '__main__':
-    if sys.argv[1] == '--split':
-        print(split_pillar(sys.argv[2]))
-    else:
-        print(write(sys.argv[1], *sys.argv[2:3]))
+    print(write(sys.argv[1], *sys.argv[2:3]))

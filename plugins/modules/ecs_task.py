@@ -438,17 +438,17 @@ options:
       - The host's policy for O(containers[].privileged) (ECS C(privileged)). Unset, a task with a privileged
         container is refused (the message names the field) and nothing changes.
       - So is a task privileged in all but name, unless the host lists what it asks for (O(allowed_capabilities),
-        O(allowed_devices), O(nfs_servers)), a capability beyond the engine's default set, a host device, a
-        security option that lifts a confinement (V(seccomp=unconfined), V(apparmor=unconfined),
-        V(systempaths=unconfined), V(label=disable)), a volume of the local driver that mounts a host path or
-        device.
+        O(allowed_devices), O(allowed_security_options), O(nfs_servers)), a capability beyond the engine's
+        default set, a host device, a security option other than V(no-new-privileges) (V(seccomp=unconfined),
+        V(apparmor=unconfined), V(systempaths=unconfined), V(label=disable), or a profile or label of the host's
+        that may be unconfined), a volume of the local driver that mounts a host path or device.
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: bool
     default: false
   log_drivers:
     description:
       - The log drivers this host allows for O(containers[].log_configuration) (ECS C(logConfiguration)); a task
-        asking for another one is refused.
+        asking for another one is refused. An empty list allows none.
     type: list
     elements: str
     choices: [json-file, local, syslog, journald, gelf, fluentd, none]
@@ -491,10 +491,22 @@ options:
         shell-style patterns of the host devices a task may be given (V(/dev/dri/renderD*), V(/dev/neuron*)). A
         host device is what the host keeps behind it (V(/dev/sda) is its disk, V(/dev/mem) its memory); a task
         naming one not listed is refused and nothing changes.
-      - Without O(allow_privileged), O(containers[].docker_security_options) are likewise only those that confine a
-        container further (V(no-new-privileges), V(apparmor:PROFILE), V(label:type:T) and the like), and a volume
-        of the local driver with O(volumes[].docker_volume_configuration.driver_opts) only a V(tmpfs) or an V(nfs)
-        export of one of O(nfs_servers).
+      - Without O(allow_privileged), a volume of the local driver with
+        O(volumes[].docker_volume_configuration.driver_opts) is likewise only a V(tmpfs) or an V(nfs) export of one
+        of O(nfs_servers).
+      - Not an option of the entries of O(tasks); it is the host's, for the whole call.
+    type: list
+    elements: str
+    default: []
+  allowed_security_options:
+    description:
+      - The host's policy for O(containers[].docker_security_options) (ECS C(dockerSecurityOptions)) without
+        O(allow_privileged), the options, exactly as a task gives them, that a task may set besides
+        V(no-new-privileges), the only one that confines a container further whatever the host. Any other may
+        lift a confinement (V(seccomp=unconfined), V(systempaths=unconfined), V(label=disable), or an AppArmor
+        profile or SELinux label of the host's that is unconfined); list the profiles and labels this host's
+        operator knows (V(apparmor=docker-strict), V(label=type:svirt_apache_t)). A task setting one not listed
+        is refused (the message names the field) and nothing changes.
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: list
     elements: str
@@ -504,7 +516,10 @@ options:
       - The NFS servers a task's volumes may mount from (the local driver's V(nfs) C(addr=), or an EFS volume whose
         C(fileSystemId) names a server rather than an EFS file system ID). The engine mounts them as root from the
         host's network, so an export that trusts the host trusts the task. A task naming another is refused and
-        nothing changes.
+        nothing changes; so are the V(nfs) options C(mountaddr) and C(clientaddr).
+      - An EFS file system ID (V(fs-...)) is not checked here; it is mounted the same way, as root from the
+        host's network, so a task may mount any EFS file system whose mount targets admit this host. Keep the
+        host's security groups and the file systems' access points to what its tasks may read.
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: list
     elements: str
@@ -552,7 +567,10 @@ options:
     description:
       - The host's policy for host binds (O(volumes[].host.source_path), ECS C(host.sourcePath)), the host path
         prefixes a bind may be under (a prefix is a whole path component, V(/srv) allows C(/srv/data), not
-        C(/srv2)). Unset, any absolute path. A path with a C(..) component is always refused.
+        C(/srv2)). Unset, any absolute path. A path with a C(..) component is always refused, and so is an empty
+        prefix.
+      - A path is checked as the engine will bind it, its symbolic links resolved (a link under a prefix that
+        points elsewhere is refused), and against the prefixes resolved the same way.
       - A task binding a path outside them is refused (the message names the field) and nothing changes.
       - Not an option of the entries of O(tasks); it is the host's, for the whole call.
     type: list

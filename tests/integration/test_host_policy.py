@@ -203,3 +203,23 @@ def test_an_eni_that_is_the_host_s_own_stays_on_the_host(engine, cluster, conver
     shown = subprocess.run(['ip', '-o', '-4', 'addr', 'show', 'dev', eni.ifname], capture_output=True, text=True,
                            check=True).stdout
     assert eni.address(7) in shown
+
+
+def test_an_eni_that_carries_a_host_interface_stays_on_the_host(engine, cluster, converge, fake_eni):
+    """A macvlan (a VLAN, an ipvlan) the host made on an interface would go dead with its parent in a task's
+    namespace: the interface under it is not an ENI to move; the run fails with the reason, both stay."""
+    eni = fake_eni()
+    eni.plug()
+    upper = 'dmv' + cluster[-8:]
+    subprocess.run(['ip', 'link', 'add', 'link', eni.ifname, 'name', upper, 'type', 'macvlan'], check=True)
+    try:
+        r = converge(name='web', network_mode='awsvpc', awsvpc={'eni_mac': eni.mac, 'address': eni.address()},
+                     containers=[container('main')])
+        assert r['task']['last_status'] == 'STOPPED', r['task']
+        assert ('the interface %s with MAC %s is not an ENI to move into the task\'s network: the host\'s interface '
+                '%s is made on it (a VLAN, macvlan or ipvlan)' % (eni.ifname, eni.mac, upper)
+                in r['task']['stopped_reason']), r['task']
+        names = [name for name, _ in host_links()]
+        assert eni.ifname in names and upper in names and statuses(engine, cluster) == {}
+    finally:
+        subprocess.run(['ip', 'link', 'del', upper], check=False)
