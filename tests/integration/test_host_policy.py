@@ -205,6 +205,7 @@ def test_an_eni_that_is_the_host_s_own_stays_on_the_host(engine, cluster, conver
     assert eni.address(7) in shown
 
 
+@pytest.mark.usefixtures('netns_cleanup')
 def test_an_eni_that_carries_a_host_interface_stays_on_the_host(engine, cluster, converge, fake_eni):
     """A macvlan (a VLAN, an ipvlan) the host made on an interface would go dead with its parent in a task's
     namespace: the interface under it is not an ENI to move; the run fails with the reason, both stay."""
