@@ -104,10 +104,12 @@ integration: setup registry
 	hack/leaks.sh
 
 MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles
+FILTERS := ecs_placeholders ecs_render
 
 docs: venv collection
 	for m in $(MODULES); do $(VENV)/bin/ansible-doc drover.fleet.$$m >/dev/null; done
-	@echo 'docs: ansible-doc renders every module'
+	for f in $(FILTERS); do $(VENV)/bin/ansible-doc -t filter drover.fleet.$$f >/dev/null; done
+	@echo 'docs: ansible-doc renders every module and filter'
 
 changelog: venv
 	$(VENV)/bin/antsibull-changelog lint

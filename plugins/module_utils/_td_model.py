@@ -24,19 +24,8 @@ What normalize does, in order:
 4. A container definition that is not a mapping (a string: a placeholder that stood for a whole
    definition) is refused, naming `containerDefinitions[N]`; then every string value (never a key) is
    checked for template placeholders, before the model, so that `"cpu": "${cpu}"` is named a placeholder
-   and not a type error. The rule:
-   - Whole-value forms: `<X>`, `{{ x }}` (and GitHub's `${{ x }}`), `{x}`, `$$$X$$$`, `#{X}`, `%X%`, `${X}` and `$X` (X a name).
-     A Go template that starts with a dot (`{{.Name}}`, Docker's log `tag` option) is never a placeholder.
-   - In command-like arrays (`command`, `entryPoint`, `healthCheck.command`) an element is refused only
-     when it is, as a whole, one of the forms above other than `${X}` and `$X`: a shell expands those
-     (`["sh", "-c", "$CMD"]`), and `$VAR`, `${VAR}` inside a longer element are shell, never refused.
-   - In values a program in the container reads as free text (`environment[].value`, `dockerLabels`
-     values) only whole values are refused: an application may expand `${X}` or `{{x}}` in them itself.
-   - Everywhere else (names, images, ARNs, regions, paths, log options...), nothing expands a template, so
-     these are refused inside a longer value too: `${...}`, `{{ x }}`, `$$$X$$$`, `#{...}`, `%XY%` (a name
-     of two characters or more, so that strftime's `%Y%m%d` passes) and `<x>` (a name in angle
-     brackets, as in `arn:aws:iam::<account>:role/x`). A `$X` inside a longer value is not refused
-     (`$` is common in secrets and patterns), nor is `$(x)` (FireLens's `$(ecs_cluster)`).
+   and not a type error. The styles and where each counts are _td_template's (one table, which the filters
+   ecs_placeholders and ecs_render share); the message names the filter that fills them.
 5. A number written as a string is taken as that number where the model wants an integer or a long
    (`"containerPort": "8080"`, `"memory": "512"`): digits with an optional leading '-', optionally
    surrounded by whitespace. A string that is not a whole number there is refused, naming the field and
@@ -56,6 +45,7 @@ import importlib
 import importlib.util
 import re
 
+from ansible_collections.drover.fleet.plugins.module_utils import _td_template
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 # botocore is found now and imported when a document is first checked: a pass without task definitions (the
@@ -79,20 +69,6 @@ MAX_ERRORS = 10
 MAX_ERROR_CHARS = 300
 MAX_VALUE_CHARS = 80
 
-# Arrays whose elements are a command's arguments; a shell may run them.
-_COMMAND_PATHS = (('containerDefinitions', 'command'), ('containerDefinitions', 'entryPoint'),
-                  ('containerDefinitions', 'healthCheck', 'command'))
-# Free text a program in the container reads: only whole values are placeholders.
-_FREE_TEXT_PATHS = (('containerDefinitions', 'environment', 'value'), ('containerDefinitions', 'dockerLabels'))
-
-_NAME = r'[A-Za-z_][A-Za-z0-9_.-]*'
-# A Jinja/Mustache/Handlebars expression, not a Go template field ({{.Name}}, {{ .ID }}).
-_MUSTACHE = r'\{\{-?\s*[^\s.}][^}]*\}\}'
-_SHELL_WHOLE = re.compile(r'\A(?:\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*)\Z')
-_TEMPLATE_WHOLE = re.compile(r'\A(?:<[^<>]+>|\$?%s|\{%s\}|\$\$\$+%s\$\$\$+|#\{[^{}]+\}|%%%s%%)\Z'
-                             % (_MUSTACHE, _NAME, _NAME, _NAME))
-_TEMPLATE_INSIDE = re.compile(r'\$\{[^}]*\}|%s|\$\$\$+%s\$\$\$+|#\{[^}]*\}|%%[A-Za-z_][A-Za-z0-9_]+%%|<%s>'
-                              % (_MUSTACHE, _NAME, _NAME))
 _INTEGER = re.compile(r'\A\s*-?[0-9]+\s*\Z')
 _BOOLEANS = {'true': True, 'false': False}
 # The start of each line of botocore's report, and what ends the path in it.
@@ -135,6 +111,25 @@ def input_shape():
     return _model()[0]
 
 
+def kind_at(parts):
+    """The model's type of the field at `parts` (keys and indexes, a taskDefinition wrapper allowed):
+    'integer', 'string', 'structure'...; None where the model has no such field or botocore is missing."""
+    if not HAS_BOTOCORE:
+        return None
+    shape = input_shape()
+    for part in parts[1:] if parts[:1] == ('taskDefinition',) else parts:
+        kind = shape.type_name
+        if kind == 'structure' and not isinstance(part, int) and part in shape.members:
+            shape = shape.members[part]
+        elif kind == 'list' and isinstance(part, int):
+            shape = shape.member
+        elif kind == 'map' and not isinstance(part, int):
+            shape = shape.value
+        else:
+            return None
+    return shape.type_name
+
+
 def _quote(value):
     text = repr(value)
     if len(text) > MAX_VALUE_CHARS:
@@ -142,11 +137,11 @@ def _quote(value):
     return text
 
 
-def _refuse(errors):
+def _refuse(errors, hint=None):
     shown = [e if len(e) <= MAX_ERROR_CHARS else e[:MAX_ERROR_CHARS - 3] + '...' for e in errors[:MAX_ERRORS]]
     if len(errors) > MAX_ERRORS:
         shown.append('and %d more' % (len(errors) - MAX_ERRORS))
-    raise SpecError('; '.join(shown))
+    raise SpecError('; '.join(shown) + (' (%s)' % hint if hint else ''))
 
 
 def _unwrap(td, field):
@@ -193,25 +188,13 @@ def _path(field, parts):
     return text
 
 
-def _placeholders(value, parts, field, errors):
-    """Appends a message for each string value that is a template placeholder (the rule: module docstring)."""
-    if isinstance(value, dict):
-        for key, member in value.items():
-            _placeholders(member, parts + (key,), field, errors)
-    elif isinstance(value, list):
-        for i, member in enumerate(value):
-            _placeholders(member, parts + (i,), field, errors)
-    elif isinstance(value, str):
-        names = tuple(p for p in parts if not isinstance(p, int))
-        text = value.strip()
-        if names in _COMMAND_PATHS:
-            found = _TEMPLATE_WHOLE.match(text)
-        elif names in _FREE_TEXT_PATHS or names[:-1] in _FREE_TEXT_PATHS:
-            found = _TEMPLATE_WHOLE.match(text) or _SHELL_WHOLE.match(text)
-        else:
-            found = _TEMPLATE_WHOLE.match(text) or _SHELL_WHOLE.match(text) or _TEMPLATE_INSIDE.search(text)
-        if found:
-            errors.append('%s is a template placeholder left in the file: %s' % (_path(field, parts), _quote(value)))
+def _placeholders(td, field, errors):
+    """Appends a message for each string value that holds a template placeholder (_td_template's rule)."""
+    seen = set()
+    for found in _td_template.find(td, field):
+        if found.field not in seen:
+            seen.add(found.field)
+            errors.append('%s is a template placeholder left in the file: %s' % (found.field, _quote(found.value)))
 
 
 def _coerce(value, shape, parts, field, errors):
@@ -270,9 +253,9 @@ def normalize(td, field='task_definition'):
                 errors.append('%s.containerDefinitions[%d] is a string, not a container definition (a mapping): %s'
                               % (field, i, _quote(container)))
                 containers[i] = None
-    _placeholders(td, (), field, errors)
+    _placeholders(td, field, errors)
     if errors:
-        _refuse(errors)
+        _refuse(errors, _td_template.HINT)
     shape, validator = _model()
     td = _coerce(td, shape, (), field, errors)
     if errors:

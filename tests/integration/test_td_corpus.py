@@ -73,6 +73,8 @@ CORPUS = os.path.normpath(os.path.join(ROOT, '..', 'shared', 'ecs-task-definitio
 # features that close the gap are merged, the floor measured is asserted (ACCEPTED_FLOOR) and the gap printed.
 ACCEPTED_GOAL = 0.95
 ACCEPTED_FLOOR = 58
+# Of the documents kept as templates, how many ecs_task takes once rendered (measured: see the test's figures).
+TEMPLATES_TAKEN_FLOOR = 33
 # The real converges together: seconds.
 REAL_BUDGET_S = 180
 STANDIN_LABEL = 'drover.test.corpus-standin'
@@ -328,6 +330,99 @@ def test_every_document_in_check_mode_is_accepted_or_refused_naming_a_field(engi
         assert len(accepted) >= ACCEPTED_FLOOR, text
     else:
         assert share >= ACCEPTED_GOAL, text
+
+
+# --- documents kept as templates, rendered ---------------------------------------------------------------------
+
+ACCOUNT = '123456789012'
+# A value for a whole placeholder, by the field it makes up (its last key); the model's type decides the rest.
+WHOLE_STRINGS = {
+    'image': IMAGE, 'networkMode': 'bridge', 'taskRoleArn': 'arn:aws:iam::%s:role/app-task' % ACCOUNT,
+    'executionRoleArn': 'arn:aws:iam::%s:role/app-exec' % ACCOUNT, 'awslogs-region': 'us-east-1',
+    'valueFrom': 'arn:aws:ssm:us-east-1:%s:parameter/app/value' % ACCOUNT,
+    'credentialsParameter': 'arn:aws:secretsmanager:us-east-1:%s:secret:app-creds-AbCdEf' % ACCOUNT,
+    'containerPath': '/data', 'sourcePath': '/srv/app',
+}
+WHOLE_NUMBERS = {'cpu': 256, 'memory': 256, 'memoryReservation': 128, 'containerPort': 8080, 'hostPort': 0}
+# Inside a longer value, by the variable's name.
+INSIDE = ((re.compile(r'account', re.I), ACCOUNT), (re.compile(r'region', re.I), 'us-east-1'),
+          (re.compile(r'partition', re.I), 'aws'), (re.compile(r'tag|version', re.I), '1'))
+
+
+def _slug(name):
+    return re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-') or 'x'
+
+
+def sample_value(found, n):
+    """A value a user would give the placeholder `found` (the n-th variable), typed by the field it is in."""
+    parts = found.parts
+    key = [p for p in parts if not isinstance(p, int)][-1]
+    if not found.whole:
+        return next((v for pattern, v in INSIDE if pattern.search(found.name)), _slug(found.name))
+    kind = _td_model.kind_at(parts)
+    if kind == 'structure' and parts[-2:-1] == ('containerDefinitions',):
+        return {'name': _slug(found.name), 'image': IMAGE, 'memory': 128, 'essential': False}
+    if kind == 'structure' and isinstance(parts[-1], int):
+        return []                   # a list of its elements (Terraform's jsonencode), here none
+    if kind in ('integer', 'long'):
+        # As a template's variables are: text, made a number. Each port variable a port of its own.
+        return str(8000 + n if key == 'containerPort' else WHOLE_NUMBERS.get(key, 1))
+    if kind == 'boolean':
+        return 'true'
+    return WHOLE_STRINGS.get(key, _slug(found.name))
+
+
+def render_values(doc):
+    from ansible_collections.drover.fleet.plugins.module_utils import _td_template
+    values = {}
+    for found in sorted(_td_template.find(doc), key=lambda f: not f.whole):
+        if found.name not in values:
+            values[found.name] = sample_value(found, len(values))
+    return values
+
+
+def test_every_template_in_the_corpus_renders_and_is_then_taken_or_refused_for_a_reason_of_its_own(
+        engine, cluster, converge, store_path):
+    """Each document that holds placeholders, rendered with drover.fleet.ecs_render from values typed by the field
+    each placeholder is in, then through ecs_task in check mode: taken, or refused naming a field for what the
+    contract refuses (App Mesh, Windows...), never for a placeholder; nothing on the host changes."""
+    from ansible_collections.drover.fleet.plugins.filter.ecs_template import FilterModule
+    from ansible_collections.drover.fleet.plugins.module_utils import _td_template
+    render = FilterModule().filters()['ecs_render']
+    docs = load_corpus()
+    templates = [(i, doc) for i, doc in docs.items() if isinstance(doc, dict) and _td_template.find(doc)]
+    options = module_options()
+    before = scoped_snapshot(engine, store_path, cluster)
+    lines, taken, refused, left = [], [], collections.defaultdict(list), {}
+    for i, doc in templates:
+        found = _td_template.find(doc)
+        out = render(copy.deepcopy(doc), values=render_values(doc))
+        left_here = _td_template.find(out)
+        if left_here:
+            left[i] = left_here
+        r = converge(check=True, task_definition=out, name='t%s' % i, **host_options(out, options))
+        assert not crashed(r), '%s: %s' % (i, r.get('msg'))
+        if r.get('failed'):
+            assert 'placeholder' not in r['msg'], '%s rendered, still refused for a placeholder: %s' % (i, r['msg'])
+            fields = refusal_fields(r['msg'])
+            assert fields, '%s rendered, refused naming no field: %s' % (i, r['msg'])
+            refused[fields[0]].append(i)
+            verdict = 'refused: %s' % r['msg'][:160]
+        else:
+            taken.append(i)
+            verdict = 'taken'
+        lines.append('  %s: %d placeholders (%s) -> %s' % (
+            i, len(found), ', '.join(sorted(set(f.style for f in found))), verdict))
+    after = scoped_snapshot(engine, store_path, cluster)
+    text = '\n'.join(['templates: %d of %d documents hold placeholders; rendered: %d; taken after rendering: %d; '
+                      'refused for a reason of their own: %d' % (len(templates), len(docs), len(templates),
+                                                                  len(taken), sum(map(len, refused.values())))]
+                     + lines + ['refused after rendering, by the field named:']
+                     + ['  %s: %d %s' % (k, len(v), ' '.join(v)) for k, v in sorted(refused.items())])
+    print('\n' + text)
+    assert not left, 'placeholders left after rendering: %s\n%s' % (left, text)
+    assert before == after, 'check mode changed the host: %s -> %s' % (before, after)
+    assert len(templates) >= 40 and len(taken) >= TEMPLATES_TAKEN_FLOOR, text
 
 
 # --- stand-in images ----------------------------------------------------------------------------------------
