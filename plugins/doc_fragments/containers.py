@@ -88,10 +88,9 @@ options:
         suboptions:
           container_port:
             description:
-            - The port inside the container.
+            - The port inside the container; required unless O(containers[].port_mappings[].container_port_range) is given.
             - ECS C(containerPort).
             type: int
-            required: true
           host_port:
             description:
             - The port on the host; unset or V(0) picks a free one (with O(network_mode=awsvpc), the container port).
@@ -117,7 +116,9 @@ options:
             type: str
           container_port_range:
             description:
-            - 'Refused: declare each port of a range.'
+            - 'A range of container ports, V(first-last), instead of O(containers[].port_mappings[].container_port) (without
+              O(containers[].port_mappings[].host_port)): each port is published on a free host port with O(network_mode=bridge),
+              as ECS picks a host port range, and on the same port with O(network_mode=awsvpc). At most 1024 ports a container.'
             - ECS C(containerPortRange).
             type: str
       gpu:

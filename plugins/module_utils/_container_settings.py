@@ -224,7 +224,11 @@ def capabilities(raw, field):
     return Capabilities(add, drop)
 
 
-def ports(value, field, network_mode):
+def ports(value, field, network_mode, ecs=False):
+    """Port mappings as PortMapping tuples, a containerPortRange made one mapping a port (each on a free host
+    port with network_mode bridge, as ECS assigns a host port range; on the same port with awsvpc and host).
+    `ecs`: messages name ECS's members (hostPort, containerPortRange)."""
+    name = dict((u.option, u.ecs if ecs else u.option) for u in BY_OPTION['port_mappings'].sub).get
     if not isinstance(value, (list, tuple)):
         raise SpecError('%s must be a list of port mappings' % field)
     if not value:
@@ -236,38 +240,61 @@ def ports(value, field, network_mode):
     for i, item in enumerate(value):
         where = '%s[%d]' % (field, i)
         if not isinstance(item, dict):
-            raise SpecError('%s must be a mapping with container_port, host_port, protocol' % where)
+            raise SpecError('%s must be a mapping with %s, %s, %s' % (where, name('container_port'), name('host_port'),
+                                                                     name('protocol')))
         unknown = sorted(k for k, v in item.items() if v is not None and k not in PORT_KEYS)
         if unknown:
             raise SpecError('%s has unsupported keys: %s' % (where, ', '.join(unknown)))
-        if item.get('container_port_range') is not None:
-            raise SpecError('%s.container_port_range is not supported: declare each port of the range' % where)
-        if item.get('container_port') is None:
-            raise SpecError('%s.container_port is required' % where)
-        cport = whole(item['container_port'], where + '.container_port', 1, 65535)
-        hport = item.get('host_port')
-        hport = None if hport in (None, 0) else whole(hport, where + '.host_port', 1, 65535)
-        if network_mode in ('awsvpc', 'host'):
-            # As AWS has it: the task's own namespace publishes a port on the same number (awsvpc), or the
-            # container listens on the host's own port (host), so host_port is left out (then it is the container
-            # port) or equal to it.
-            if hport is not None and hport != cport:
-                raise SpecError('%s.host_port %d differs from its container_port %d: with network_mode %s a '
-                                'port is %s on the same host port (leave host_port out, or give %d), as '
-                                'AWS requires' % (where, hport, cport, network_mode,
-                                                  'published' if network_mode == 'awsvpc' else 'the host\'s', cport))
-            hport = cport
         proto = item.get('protocol') or 'tcp'
         if proto not in PROTOCOLS:
-            raise SpecError('%s.protocol must be one of %s, got %r' % (where, ', '.join(PROTOCOLS), proto))
-        key = (hport, proto) if hport else ('c', cport, proto)
-        if key in seen:
-            raise SpecError('%s maps the same port twice (%s/%s)' % (where, hport or cport, proto))
-        seen.add(key)
-        out.append(PortMapping(cport, hport, proto))
+            raise SpecError('%s.%s must be one of %s, got %r' % (where, name('protocol'), ', '.join(PROTOCOLS), proto))
+        for cport, hport in _port_pairs(item, where, network_mode, name, len(out)):
+            key = (hport, proto) if hport else ('c', cport, proto)
+            if key in seen:
+                raise SpecError('%s maps the same port twice (%s/%s)' % (where, hport or cport, proto))
+            seen.add(key)
+            out.append(PortMapping(cport, hport, proto))
     return tuple(out)
 
 
+def _port_pairs(item, where, network_mode, name, before):
+    """(container port, host port or None) of one port mapping; a range gives one pair a port of it."""
+    span = item.get('container_port_range')
+    if span is not None:
+        at = '%s.%s' % (where, name('container_port_range'))
+        for option in ('container_port', 'host_port'):
+            if item.get(option) not in (None, 0):
+                raise SpecError('%s: a mapping gives %s or %s, not both (the host ports of a range are picked as '
+                                'ECS picks them)' % (where, name('container_port_range'), name(option)))
+        found = re.match(r'\A\s*([0-9]+)\s*-\s*([0-9]+)\s*\Z', span) if isinstance(span, str) else None
+        if not found or not 1 <= int(found.group(1)) < int(found.group(2)) <= 65535:
+            raise SpecError('%s must be a range of ports, first-last (1 to 65535, the first below the last), got %r'
+                            % (at, span))
+        first, last = int(found.group(1)), int(found.group(2))
+        if before + last - first + 1 > MAX_PUBLISHED_PORTS:
+            raise SpecError('%s %s: a container publishes at most %d ports on this host (each one a listener of the '
+                            'engine\'s)' % (at, span, MAX_PUBLISHED_PORTS))
+        return [(port, None if network_mode == 'bridge' else port) for port in range(first, last + 1)]
+    if item.get('container_port') is None:
+        raise SpecError('%s.%s is required (or %s)' % (where, name('container_port'), name('container_port_range')))
+    cport = whole(item['container_port'], '%s.%s' % (where, name('container_port')), 1, 65535)
+    hport = item.get('host_port')
+    hport = None if hport in (None, 0) else whole(hport, '%s.%s' % (where, name('host_port')), 1, 65535)
+    if network_mode in ('awsvpc', 'host'):
+        # As AWS has it: the task's own namespace publishes a port on the same number (awsvpc), or the
+        # container listens on the host's own port (host), so the host port is left out (then it is the
+        # container port) or equal to it.
+        if hport is not None and hport != cport:
+            raise SpecError('%s.%s %d differs from its %s %d: with network_mode %s a port is %s on the same host port '
+                            '(leave %s out, or give %d), as AWS requires'
+                            % (where, name('host_port'), hport, name('container_port'), cport, network_mode,
+                               'published' if network_mode == 'awsvpc' else 'the host\'s', name('host_port'), cport))
+        hport = cport
+    return [(cport, hport)]
+
+
+# The most ports one container publishes (a range is one a port): each is a listener of the engine's.
+MAX_PUBLISHED_PORTS = 1024
 # Members of a port mapping: ECS's names, and what they become (name and app_protocol name a port for ECS
 # Service Connect; they are accepted and change nothing on the host).
 PORT_KEYS = ('container_port', 'host_port', 'protocol', 'name', 'app_protocol', 'container_port_range')
@@ -329,14 +356,19 @@ SETTINGS = (
         'port is published on the host port of the same number) or equal to '
         'O(containers[].port_mappings[].container_port); any other host port is refused. A port is mapped by one '
         'container of the task only (they share one network namespace).'], core=True, sub=(
-            U('container_port', 'containerPort', 'int', 'The port inside the container.', required=True),
+            U('container_port', 'containerPort', 'int', 'The port inside the container; required unless '
+              'O(containers[].port_mappings[].container_port_range) is given.'),
             U('host_port', 'hostPort', 'int', 'The port on the host; unset or V(0) picks a free one (with '
               'O(network_mode=awsvpc), the container port).'),
             U('protocol', 'protocol', 'str', 'The protocol; V(tcp) when unset.', choices=list(PROTOCOLS)),
             U('name', 'name', 'str', 'A name of the port (ECS Service Connect); changes nothing on the host.'),
             U('app_protocol', 'appProtocol', 'str', 'The application protocol (ECS Service Connect); changes '
               'nothing on the host.'),
-            U('container_port_range', 'containerPortRange', 'str', 'Refused: declare each port of a range.'))),
+            U('container_port_range', 'containerPortRange', 'str',
+              'A range of container ports, V(first-last), instead of O(containers[].port_mappings[].container_port) '
+              '(without O(containers[].port_mappings[].host_port)): each port is published on a free host port '
+              'with O(network_mode=bridge), as ECS picks a host port range, and on the same port with '
+              'O(network_mode=awsvpc). At most 1024 ports a container.'))),
     S('gpu', None, 'int', [
         'How many GPUs the container asks for (ECS C(resourceRequirements) of type C(GPU)). They are pinned to it '
         'in the host\'s GPU ledger before it starts (all or nothing), handed to it as O(gpu_delivery) says, '
@@ -620,7 +652,7 @@ def _one(setting, raw, field, ctx):
     if raw is None:
         return () if setting.option in ('environment', 'port_mappings') else setting.default
     if setting.option == 'port_mappings':
-        return ports(raw, field, ctx.get('network_mode'))
+        return ports(raw, field, ctx.get('network_mode'), ctx.get('ecs'))
     if setting.option == 'cpu' and raw == 0:
         return None
     if setting.kind == 'argv' and raw == []:

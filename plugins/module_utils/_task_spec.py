@@ -87,7 +87,8 @@ def from_task_definition(td, field='task_definition'):
     if not _td_model.HAS_BOTOCORE:
         raise SpecError('%s is checked by AWS\'s model of ECS, which comes with the Python library botocore: '
                         'install botocore (or boto3) on the managed host' % field)
-    td = _td_model.normalize(td, field)
+    early = []
+    td = _td_model.normalize(td, field, early)
     defs = td.get('containerDefinitions')
     if not isinstance(defs, list) or not defs:
         raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
@@ -95,6 +96,7 @@ def from_task_definition(td, field='task_definition'):
     # yet"), whatever else the document asks for.
     containers = [settings.from_ecs(cd, '%s.containerDefinitions[%d]' % (field, i)) for i, cd in enumerate(defs)]
     level, warnings = level_mod.from_task_definition(td, field)
+    warnings = early + list(warnings)
     unsupported = sorted(k for k, v in td.items()
                          if k not in TD_TASK_KEYS and k not in TD_METADATA_KEYS and not _empty(v))
     if unsupported:
@@ -305,8 +307,9 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         # the containers' ports; around an ENI, its address reaches the containers and nothing is published.
         network = _netns_spec.net_spec(raw.get('awsvpc') or {}, name, cluster, prefix + 'awsvpc', eni_required=False)
         published = {}
+        names = settings.namer_of(containers_field, raw.get('task_definition') is not None)
         for i, spec in enumerate(containers):
-            where = '%s[%d].port_mappings' % (containers_field, i)
+            where = names(i, 'port_mappings')
             if spec.port_mappings and not _netns_spec.bridge_backed(network):
                 raise SpecError('%s: an awsvpc task with an ENI (%sawsvpc.eni_mac) publishes no ports, its containers '
                                 'are reached on the ENI\'s address; ports are published with network_mode bridge, '

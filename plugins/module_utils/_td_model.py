@@ -18,7 +18,9 @@ What normalize does, in order:
    `ResponseMetadata` is dropped, any other key beside it is refused.
 2. The keys only DescribeTaskDefinition returns (OUTPUT_ONLY) are dropped.
 3. A member that is null, an empty list or an empty mapping is dropped, at every depth, as if absent
-   (after its own members were cleaned, so `{"options": null}` goes too). Elements of a list are kept
+   (after its own members were cleaned, so `{"options": null}` goes too); so is a member of a structure that
+   is an empty string (step 5; `"taskRoleArn": ""`), but for a `value` (an environment variable or a tag may
+   be empty). The empty strings and mappings dropped are named in one warning. Elements of a list are kept
    as they are, so that the indexes in messages are the ones in the file: a null element is refused by
    the model.
 4. A container definition that is not a mapping (a string: a placeholder that stood for a whole
@@ -167,17 +169,20 @@ def _empty(value):
     return value is None or (isinstance(value, (list, dict)) and not value)
 
 
-def _clean(value):
-    """A copy without null, empty-list and empty-mapping members, at every depth."""
+def _clean(value, parts=(), dropped=None):
+    """A copy without null, empty-list and empty-mapping members, at every depth; the path of each empty
+    mapping dropped is added to `dropped`."""
     if isinstance(value, dict):
         out = {}
         for key, member in value.items():
-            member = _clean(member)
+            member = _clean(member, parts + (key,), dropped)
+            if isinstance(member, dict) and not member and dropped is not None:
+                dropped.append(parts + (key,))
             if not _empty(member):
                 out[key] = member
         return out
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [_clean(v, parts + (i,), dropped) for i, v in enumerate(value)]
     return value
 
 
@@ -197,20 +202,28 @@ def _placeholders(td, field, errors):
             errors.append('%s is a template placeholder left in the file: %s' % (found.field, _quote(found.value)))
 
 
-def _coerce(value, shape, parts, field, errors):
-    """The value with numbers and booleans written as strings taken as such, where the model says so."""
+def _coerce(value, shape, parts, field, errors, dropped=None):
+    """The value with numbers and booleans written as strings taken as such, where the model says so; a member
+    of a structure that is an empty string dropped as absent (its path added to `dropped`), but for a `value`
+    (an environment variable or a tag may be empty)."""
     kind = shape.type_name
     if kind == 'structure' and isinstance(value, dict):
         members = shape.members
-        for key in value:
-            if key in members:
-                value[key] = _coerce(value[key], members[key], parts + (key,), field, errors)
+        for key in list(value):
+            if value[key] == '' and key in members and key != 'value':
+                del value[key]
+                if dropped is not None:
+                    dropped.append(parts + (key,))
+            elif key in members:
+                value[key] = _coerce(value[key], members[key], parts + (key,), field, errors, dropped)
+                if value[key] == {} and members[key].type_name == 'structure':
+                    del value[key]          # its members were all empty: `{"credentialsParameter": ""}`
     elif kind == 'list' and isinstance(value, list):
         for i, member in enumerate(value):
-            value[i] = _coerce(member, shape.member, parts + (i,), field, errors)
+            value[i] = _coerce(member, shape.member, parts + (i,), field, errors, dropped)
     elif kind == 'map' and isinstance(value, dict):
         for key in value:
-            value[key] = _coerce(value[key], shape.value, parts + (key,), field, errors)
+            value[key] = _coerce(value[key], shape.value, parts + (key,), field, errors, dropped)
     elif kind in ('integer', 'long'):
         if isinstance(value, bool):
             errors.append('%s must be an integer, got %s' % (_path(field, parts), _quote(value)))
@@ -226,6 +239,10 @@ def _coerce(value, shape, parts, field, errors):
     return value
 
 
+def _order(parts):
+    return tuple((0, p, '') if isinstance(p, int) else (1, 0, p) for p in parts)
+
+
 def _report_line(line, field):
     """One line of botocore's report with its path rewritten to start with `field`."""
     line = _CLASS.sub(r'\1', line)
@@ -237,12 +254,14 @@ def _report_line(line, field):
     return found.group(1) + path + line[found.end(2):]
 
 
-def normalize(td, field='task_definition'):
+def normalize(td, field='task_definition', warnings=None):
     """The task definition `td` as RegisterTaskDefinition input, cleaned (a new dict), or SpecError.
 
-    The steps and the placeholder rule are in the module docstring.
+    The steps and the placeholder rule are in the module docstring. `warnings`: a list that gets one warning
+    naming the empty strings and empty mappings taken as absent.
     """
-    td = _clean(_unwrap(td, field))
+    dropped = []
+    td = _clean(_unwrap(td, field), (), dropped)
     for key in OUTPUT_ONLY:
         td.pop(key, None)
     errors = []
@@ -257,9 +276,12 @@ def normalize(td, field='task_definition'):
     if errors:
         _refuse(errors, _td_template.HINT)
     shape, validator = _model()
-    td = _coerce(td, shape, (), field, errors)
+    td = _coerce(td, shape, (), field, errors, dropped)
     if errors:
         _refuse(errors)
+    if dropped and warnings is not None:
+        warnings.append('empty values taken as absent, as a skeleton or a template leaves them: %s'
+                        % ', '.join(_path(field, parts) for parts in sorted(dropped, key=_order)))
     report = validator.validate(td, shape)
     if report.has_errors():
         _refuse([_report_line(line, field) for line in _REPORT_SPLIT.split(report.generate_report())])

@@ -371,3 +371,56 @@ def test_restart_policy_is_checked_naming_the_field():
                                                                              'restartAttemptPeriod': 2000})]}
     refused({'task_definition': td},
             'task_definition.containerDefinitions[0].restartPolicy.restartAttemptPeriod must be from 60 to 1800')
+
+
+def _td_ports(mappings, mode='bridge'):
+    return {'family': 'web', 'networkMode': mode,
+            'containerDefinitions': [{'name': 'web', 'image': IMG, 'memory': 64, 'portMappings': mappings}]}
+
+
+@pytest.mark.parametrize('mode,hosts', [('bridge', [None, None, None]), ('awsvpc', [8000, 8001, 8002]),
+                                        ('host', [8000, 8001, 8002])])
+def test_a_container_port_range_is_published_a_port_each(mode, hosts):
+    """ECS's containerPortRange: each port on a free host port (bridge: ECS assigns a host port range), on the
+    same port where the task has a namespace of its own or the host's."""
+    t = spec.task_set({'task_definition': _td_ports([{'containerPortRange': '8000-8002', 'protocol': 'udp'}], mode),
+                       'allow_host_network': True})[0][0]
+    assert t.containers[0].port_mappings == tuple(
+        settings.PortMapping(8000 + i, host, 'udp') for i, host in enumerate(hosts))
+    option = one(containers=[{'name': 'm', 'image': IMG, 'port_mappings': [{'container_port_range': '10-11'}]}])
+    assert [p.container_port for p in option.containers[0].port_mappings] == [10, 11]
+
+
+@pytest.mark.parametrize('mappings,words', [
+    ([{'containerPortRange': '8000-8002', 'containerPort': 8000}],
+     'task_definition.containerDefinitions[0].portMappings[0]: a mapping gives containerPortRange or containerPort, '
+     'not both'),
+    ([{'containerPortRange': '8000-8002', 'hostPort': 8000}], 'containerPortRange or hostPort, not both'),
+    ([{'containerPortRange': '9000-8000'}], 'task_definition.containerDefinitions[0].portMappings[0].containerPortRange '
+                                            'must be a range of ports, first-last'),
+    ([{'containerPortRange': '1-65535'}], 'a container publishes at most 1024 ports on this host'),
+    ([{'containerPortRange': '8000-8001'}, {'containerPort': 8001}], 'maps the same port twice (8001/tcp)'),
+])
+def test_a_wrong_port_range_is_refused_naming_it(mappings, words):
+    refused({'task_definition': _td_ports(mappings)}, words)
+
+
+@pytest.mark.parametrize('mappings,mode,words', [
+    ([{'containerPort': 80, 'hostPort': 70000}], 'bridge',
+     'task_definition.containerDefinitions[0].portMappings[0].hostPort must be at most 65535'),
+    ([{'containerPort': 80, 'hostPort': 81}], 'awsvpc',
+     'task_definition.containerDefinitions[0].portMappings[0].hostPort 81 differs from its containerPort 80: with '
+     'network_mode awsvpc a port is published on the same host port (leave hostPort out, or give 80)'),
+    ([{'protocol': 'tcp'}], 'bridge',
+     'task_definition.containerDefinitions[0].portMappings[0].containerPort is required (or containerPortRange)'),
+])
+def test_port_messages_name_fields_as_the_document_does(mappings, mode, words):
+    message = refused({'task_definition': _td_ports(mappings, mode)}, words)
+    assert not [w for w in ('host_port', 'container_port', 'port_mappings') if w in message], message
+
+
+def test_awsvpc_port_clash_is_named_as_the_document_does():
+    td = {'family': 'web', 'networkMode': 'awsvpc', 'containerDefinitions': [
+        {'name': n, 'image': IMG, 'memory': 64, 'portMappings': [{'containerPort': 80}]} for n in ('a', 'b')]}
+    refused({'task_definition': td}, 'task_definition.containerDefinitions[1].portMappings[0]: port 80/tcp is mapped '
+                                     'by container a too')

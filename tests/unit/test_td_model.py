@@ -350,3 +350,30 @@ def test_corpus_every_document_is_normalized_or_refused_with_a_spec_error():
     assert len(valid) >= CORPUS_VALID_FLOOR
     # The two documents whose container definitions a shell placeholder stood for.
     assert '059' in refusals['placeholder'] and '060' in refusals['placeholder']
+
+
+def test_empty_strings_and_objects_are_taken_as_absent_with_one_warning_naming_them():
+    """What --generate-cli-skeleton and templates leave: "" and {} in optional fields, as if absent."""
+    doc = td(hostname='', user='', linuxParameters={'capabilities': {}}, environment=[{'name': 'EMPTY', 'value': ''}],
+             dockerLabels={'empty': ''}, logConfiguration={'logDriver': 'json-file', 'options': {}})
+    doc.update(taskRoleArn='', executionRoleArn='', pidMode='')
+    warnings = []
+    out = model.normalize(doc, warnings=warnings)
+    c = out['containerDefinitions'][0]
+    assert not set(out) & {'taskRoleArn', 'executionRoleArn', 'pidMode'}
+    assert not set(c) & {'hostname', 'user', 'linuxParameters'} and c['logConfiguration'] == {'logDriver': 'json-file'}
+    # An environment variable and a label may be empty: kept.
+    assert c['environment'] == [{'name': 'EMPTY', 'value': ''}] and c['dockerLabels'] == {'empty': ''}
+    assert warnings == ['empty values taken as absent, as a skeleton or a template leaves them: '
+                        'task_definition.containerDefinitions[0].hostname, '
+                        'task_definition.containerDefinitions[0].linuxParameters, '
+                        'task_definition.containerDefinitions[0].linuxParameters.capabilities, '
+                        'task_definition.containerDefinitions[0].logConfiguration.options, '
+                        'task_definition.containerDefinitions[0].user, task_definition.executionRoleArn, '
+                        'task_definition.pidMode, task_definition.taskRoleArn']
+    assert model.normalize(td(), warnings=warnings) and len(warnings) == 1       # nothing empty: no warning
+
+
+def test_an_empty_required_field_is_still_refused():
+    with pytest.raises(SpecError, match='family'):
+        model.normalize(dict(td(), family=''))
