@@ -93,7 +93,7 @@ def test_a_task_definition_s_host_port_is_checked_as_well():
     td['containerDefinitions'][0]['portMappings'][0]['hostPort'] = 8080
     with pytest.raises(SpecError) as err:
         spec.task_set({'task_definition': td})
-    assert 'host_port 8080 differs' in str(err.value)
+    assert 'portMappings[0].hostPort 8080 differs from its containerPort 80' in str(err.value)
 
 
 def test_one_port_is_mapped_by_one_container_of_the_task():
