@@ -240,8 +240,8 @@ def ports(value, field, network_mode, ecs=False):
     for i, item in enumerate(value):
         where = '%s[%d]' % (field, i)
         if not isinstance(item, dict):
-            raise SpecError('%s must be a mapping with %s, %s, %s' % (where, name('container_port'), name('host_port'),
-                                                                     name('protocol')))
+            raise SpecError('%s must be a mapping with %s, %s, %s'
+                            % (where, name('container_port'), name('host_port'), name('protocol')))
         unknown = sorted(k for k, v in item.items() if v is not None and k not in PORT_KEYS)
         if unknown:
             raise SpecError('%s has unsupported keys: %s' % (where, ', '.join(unknown)))

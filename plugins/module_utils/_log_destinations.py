@@ -106,7 +106,7 @@ def check(driver, options, allowed, field, aws_endpoint=None):
     where = 'log_addresses: %s' % (', '.join(allowed) if allowed else 'none')
     if address is None:
         raise SpecError('%s %s sends the container\'s output to %s (no %s given), which this host does not allow '
-                        '(%s; role variable drover_log_addresses)' % (field('log_driver'), driver, default, option,
-                                                                       where))
+                        '(%s; role variable drover_log_addresses)'
+                        % (field('log_driver'), driver, default, option, where))
     raise SpecError('%s %s: this host sends no container\'s output there (%s; role variable drover_log_addresses)'
                     % (field('options') + '.' + option, address, where))

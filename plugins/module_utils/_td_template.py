@@ -281,8 +281,8 @@ def _set_environment(doc, environment, problems, strict):
         current = by_name[name].get('environment')
         current = list(current) if isinstance(current, list) else []
         for key, val in pairs.items():
-            entry = {'name': str(key), 'value': val if isinstance(val, str) else _text(val, key, 'environment',
-                                                                                         problems)}
+            text = val if isinstance(val, str) else _text(val, key, 'environment', problems)
+            entry = {'name': str(key), 'value': text}
             at = [i for i, e in enumerate(current) if isinstance(e, dict) and e.get('name') == key]
             if at:
                 current[at[0]] = entry

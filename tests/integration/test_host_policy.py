@@ -74,7 +74,7 @@ CASES = [
      'task_definition.volumes[0].dockerVolumeConfiguration.driverOpts: type ext4, o (none) would mount'),
     (dict(volume_task({'name': 'v', 'docker_volume_configuration': {'driver_opts': {
         'type': 'nfs', 'o': 'addr=198.18.0.10,mountaddr=198.18.0.99', 'device': ':/exports'}}}),
-          nfs_servers=['198.18.0.10']),
+        nfs_servers=['198.18.0.10']),
      'volumes[0].docker_volume_configuration.driver_opts.o mountaddr=198.18.0.99: an NFS volume mounts from the '
      'server in addr= alone'),
     (volume_task({'name': 'v', 'docker_volume_configuration': {'driver_opts': {
@@ -86,8 +86,9 @@ CASES = [
     # a mount mode of the host's path slipped into the container's
     (volume_task({'name': 'v', 'host': {'source_path': '/srv'}}, container_path='/h:rshared'),
      'containers[0].mount_points[0].container_path must not hold ":", "," or a NUL character'),
-    (dict(name='web', containers=[container('main', devices=[{'host_path': '/dev/null', 'container_path':
-                                                               '/dev/x:rwm'}])], allowed_devices=['/dev/null']),
+    (dict(name='web', containers=[container('main', devices=[{'host_path': '/dev/null',
+                                                              'container_path': '/dev/x:rwm'}])],
+          allowed_devices=['/dev/null']),
      'containers[0].devices[0].container_path must not hold ":"'),
     # another task's files
     (volume_task({'name': level.engine_volume('prod', 'victim', 'data'),
@@ -111,7 +112,7 @@ CASES = [
 
 @pytest.mark.parametrize('args,words', CASES, ids=['case%d' % i for i in range(len(CASES))])
 def test_a_declaration_past_the_host_s_policy_is_refused_and_nothing_changes(engine, cluster, converge, store_path,
-                                                                            args, words):
+                                                                             args, words):
     before = net_snapshot(engine, store_path)
     for check in (True, False):
         r = converge(check=check, **args)
@@ -194,8 +195,8 @@ def test_an_eni_that_is_the_host_s_own_stays_on_the_host(engine, cluster, conver
     eni = fake_eni()
     eni.plug()
     subprocess.run(['ip', 'addr', 'add', eni.address(7), 'dev', eni.ifname], check=True)
-    r = converge(name='web', network_mode='awsvpc', awsvpc={'eni_mac': eni.mac, 'address': eni.address(),
-                                                             'gateway': eni.gateway}, containers=[container('main')])
+    awsvpc = {'eni_mac': eni.mac, 'address': eni.address(), 'gateway': eni.gateway}
+    r = converge(name='web', network_mode='awsvpc', awsvpc=awsvpc, containers=[container('main')])
     assert r['task']['last_status'] == 'STOPPED', r['task']
     assert ('the interface %s with MAC %s is not an ENI to move into the task\'s network: it holds the host\'s address '
             '%s' % (eni.ifname, eni.mac, eni.address(7).split('/')[0])) in r['task']['stopped_reason'], r['task']
@@ -220,7 +221,7 @@ def test_an_eni_that_carries_a_host_interface_stays_on_the_host(engine, cluster,
         assert ('the interface %s with MAC %s is not an ENI to move into the task\'s network: the host\'s interface '
                 '%s is made on it (a VLAN, macvlan or ipvlan)' % (eni.ifname, eni.mac, upper)
                 in r['task']['stopped_reason']), r['task']
-        names = [name for name, _ in host_links()]
+        names = [link[0] for link in host_links()]
         assert eni.ifname in names and upper in names and statuses(engine, cluster) == {}
     finally:
         subprocess.run(['ip', 'link', 'del', upper], check=False)

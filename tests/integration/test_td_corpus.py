@@ -414,9 +414,10 @@ def test_every_template_in_the_corpus_renders_and_is_then_taken_or_refused_for_a
         lines.append('  %s: %d placeholders (%s) -> %s' % (
             i, len(found), ', '.join(sorted(set(f.style for f in found))), verdict))
     after = scoped_snapshot(engine, store_path, cluster)
-    text = '\n'.join(['templates: %d of %d documents hold placeholders; rendered: %d; taken after rendering: %d; '
-                      'refused for a reason of their own: %d' % (len(templates), len(docs), len(templates),
-                                                                  len(taken), sum(map(len, refused.values())))]
+    head = ('templates: %d of %d documents hold placeholders; rendered: %d; taken after rendering: %d; refused for a '
+            'reason of their own: %d' % (len(templates), len(docs), len(templates), len(taken),
+                                         sum(map(len, refused.values()))))
+    text = '\n'.join([head]
                      + lines + ['refused after rendering, by the field named:']
                      + ['  %s: %d %s' % (k, len(v), ' '.join(v)) for k, v in sorted(refused.items())])
     print('\n' + text)
