@@ -102,7 +102,10 @@ def _model():
     if cached is None:
         if not HAS_BOTOCORE:
             raise ImportError('botocore is required to check an ECS task definition: %s' % BOTOCORE_IMPORT_ERROR)
-        service = _botocore('botocore.session').get_session().get_service_model('ecs')
+        # botocore's loader and model, not a session: a session imports the whole client stack (credentials,
+        # endpoints, retries), which checking a document never uses.
+        data = _botocore('botocore.loaders').Loader().load_service_model('ecs', 'service-2')
+        service = _botocore('botocore.model').ServiceModel(data, service_name='ecs')
         cached = (service.operation_model(OPERATION).input_shape, _botocore('botocore.validate').ParamValidator())
         _CACHE['model'] = cached
     return cached

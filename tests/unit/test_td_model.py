@@ -9,6 +9,8 @@ import copy
 import glob
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -302,13 +304,23 @@ def test_botocore_is_there_and_its_version_is_told():
 
 
 def test_the_model_is_read_once(monkeypatch):
-    import botocore.session
+    import botocore.loaders
     model.normalize(td())
     calls = []
-    monkeypatch.setattr(botocore.session, 'get_session', lambda *a, **kw: calls.append(a))
+    monkeypatch.setattr(botocore.loaders.Loader, 'load_service_model', lambda *a, **kw: calls.append(a))
     for family in ('a', 'b', 'c'):
         model.normalize(dict(td(), family=family))
     assert calls == [] and model.input_shape() is model.input_shape()
+
+
+def test_checking_a_document_never_imports_a_session_of_botocore():
+    """The model and the validator alone: a session would import the client stack (tens of ms a pass)."""
+    code = ('import sys; from ansible_collections.drover.fleet.plugins.module_utils import _td_model as m; '
+            'm.normalize({"family": "w", "containerDefinitions": [{"name": "w", "image": "i", "memory": 64}]}); '
+            'print(sorted(k for k in sys.modules if k in ("botocore.session", "botocore.client", "botocore.model")))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))).stdout
+    assert out.strip() == "['botocore.model']"
 
 
 def _corpus():
