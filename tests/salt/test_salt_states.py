@@ -279,3 +279,32 @@ def test_task_healthy_waits_for_its_health_check(engine, minion, cluster, store_
     assert engine.api.inspect_container('checked-main')['State']['Health']['Status'] == 'healthy'
     info = minion.call('drover.tasks', 'cluster=%s' % cluster, 'store_path=%s' % store_path)
     assert [(t['name'], t['last_status'], t['health_status']) for t in info['tasks']] == [('checked', 'RUNNING', 'HEALTHY')]
+
+
+def test_a_task_definition_kept_as_a_template_is_rendered_from_a_state_file(minion, cluster, store_path):
+    """drover.ecs_placeholders and drover.ecs_render, the filters' core from Salt: listed and filled, then
+    converged by drover_task.running from a state file's Jinja; what is left is named."""
+    template = {'family': 'tpl', 'containerDefinitions': [{'name': 'web', 'image': '<IMAGE1_NAME>', 'memory': '${MEM}',
+                                                           'command': ['sleep', '3600']}]}
+    listed = minion.call('drover.ecs_placeholders', 'task_definition=%s' % json.dumps(template))
+    assert [(p['field'], p['name']) for p in listed] == [('containerDefinitions[0].image', 'IMAGE1_NAME'),
+                                                         ('containerDefinitions[0].memory', 'MEM')]
+    with pytest.raises(AssertionError) as err:     # salt-call fails: no result, the message on its output
+        minion.call('drover.ecs_render', 'task_definition=%s' % json.dumps(template), 'values={"MEM": 64}')
+    assert ("Error running 'drover.ecs_render': ecs_render: placeholders left unfilled: "
+            'containerDefinitions[0].image <IMAGE1_NAME> (IMAGE1_NAME)') in str(err.value)
+    with open(minion.sls_path('render'), 'w') as handle:
+        handle.write('''{%% set td = salt['drover.ecs_render'](%s, values={'MEM': '64'}, images={'web': '%s'}) %%}
+render-web:
+  drover_task.running:
+    - cluster: %s
+    - store_path: %s
+    - tasks:
+      - task_definition: {{ td | json }}
+''' % (json.dumps(template), IMAGE, cluster, store_path))
+    out = minion.call('state.apply', 'drover_test.render')
+    ret = list(out.values())[0]
+    assert ret['result'] is True, ret
+    info = minion.call('drover.tasks', 'cluster=%s' % cluster, 'store_path=%s' % store_path)
+    task = [t for t in info['tasks'] if t['name'] == 'tpl'][0]
+    assert task['last_status'] == 'RUNNING', task
