@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-salt test setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo demo-salt test test-suites setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -51,8 +51,23 @@ demo: setup
 demo-salt: setup salt-venv
 	$(MAKE) demo DEMO_SALT=1
 
-test: setup changelog docs lint unit salt integration faults-ci molecule galaxy sanity
-	@echo 'make test: all suites passed'
+# The suites of `make test`, in order (TEST_SUITES='unit integration' runs some of them the same way).
+TEST_SUITES ?= setup changelog docs lint unit salt integration faults-ci molecule galaxy sanity
+
+# The suites run in a make of their own; then the test registry they start (hack/registry.sh) is stopped,
+# whether they passed or failed, unless it was already running before `make test` (then it is left running).
+# The exit status is the suites'.
+test:
+	@if hack/registry.sh status >/dev/null 2>&1; then was_up=1; else was_up=0; fi; \
+	stop_ours() { [ "$$was_up" = 1 ] || hack/registry.sh stop || echo 'make test: the registry did not stop' >&2; }; \
+	trap 'stop_ours; exit 130' INT TERM; \
+	rc=0; $(MAKE) --no-print-directory test-suites || rc=$$?; \
+	trap - INT TERM; \
+	stop_ours; \
+	if [ "$$rc" = 0 ]; then echo 'make test: all suites passed'; fi; \
+	exit "$$rc"
+
+test-suites: $(TEST_SUITES)
 
 setup: venv engine hostdeps images standin-deps collection
 

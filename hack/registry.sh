@@ -3,6 +3,7 @@
 #   hack/registry.sh        start (if not answering yet) and push drover.local/busybox:1 as
 #                           127.0.0.1:$PORT/drover/busybox:1 (skipped when the registry already holds it)
 #   hack/registry.sh stop   kill the registry this script started (by its pid file)
+#   hack/registry.sh status exit 0 when a registry runs (this script's, by its pid file) or answers on the port
 # Debian's docker-registry (distribution v2) serves plain HTTP with htpasswd (bcrypt) basic auth on
 # 127.0.0.1 only; the engine treats 127.0.0.0/8 as an insecure registry by default, so no TLS is needed.
 # No init system runs here: the registry runs in its own session (setsid), logging into the state dir.
@@ -53,10 +54,23 @@ stop() {
   fi
 }
 
+status() {
+  local pid
+  if pid=$(our_pid); then
+    echo "registry: running (pid $pid)"
+  elif [ "$(status_code)" = 401 ]; then
+    echo "registry: answering on $HOST"
+  else
+    echo "registry: not running"
+    return 1
+  fi
+}
+
 case "${1:-start}" in
   stop) stop; exit 0 ;;
+  status) status; exit $? ;;
   start) ;;
-  *) echo "usage: $0 [start|stop]" >&2; exit 2 ;;
+  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
 esac
 
 # --- start -----------------------------------------------------------------------------------------

@@ -64,6 +64,11 @@ class Ledger:
         self.pins, uuids, error = plan_mod.pin(self.pins, self.devices, key, task, n)
         return uuids, error
 
+    def short(self, field, key, n):
+        """What a request of `n` GPUs for `key` the ledger cannot meet says: `field` (the declaration's name
+        for it) and the host's GPUs, how many and how many free for the key."""
+        return plan_mod.short_for(field, n, len(self.devices), plan_mod.could_have(self.pins, self.devices, key))
+
     def adopt(self, key, task, uuids):
         """(UUIDs, None), or ([], error) when one of them is pinned to another key; nothing changes then."""
         self.pins, uuids, error = plan_mod.adopt(self.pins, key, task, uuids)

@@ -4,7 +4,8 @@
 """Task networks: observe, plan, apply — shared by task_netns and ecs_task's awsvpc tasks.
 
 Owns: gathering what the host shows of a task's netns (holder, namespace, ENI, links, DNS, the /30
-allocation), carrying out the decider's steps in order, and rolling a fresh build back when a step fails.
+allocation), the holder image (on the host or pulled before anything is built, else a failure that names it),
+carrying out the decider's steps in order, and rolling a fresh build back when a step fails.
 Must not: decide which steps (the decider does) or talk to netlink or Docker other than through adapters.
 """
 
@@ -39,6 +40,46 @@ def holder_labels(spec, owner):
     if spec.eni_mac is not None:
         labels['drover.eni-mac'] = spec.eni_mac
     return labels
+
+
+# The option that names the holder image, per module (as a message names it).
+HOLDER_IMAGE_OPTION = {'ecs_task': 'awsvpc.holder_image', 'task_netns': 'holder_image'}
+
+
+def holder_image_missing(image, why, who='the task network', owner='ecs_task'):
+    """The failure of a network whose holder image is neither on the host nor to be pulled: it names the image
+    and where it comes from (the drover.fleet.host role builds it on the host; no registry serves it)."""
+    return ('%s needs the netns holder image %s, which is not on this host and could not be pulled (%s): the '
+            'drover.fleet.host role installs it (role variable drover_host_busybox_image); run that role on this '
+            'host, or set %s to an image the host has' % (who, image, why, HOLDER_IMAGE_OPTION[owner]))
+
+
+def ensure_holder_image(engine, image, who='the task network', owner='ecs_task'):
+    """The holder image on the host, pulled when it is missing; raises NetError (holder_image_missing) when it
+    cannot be, before anything of a network is made."""
+    if engine.image_present(image):
+        return
+    try:
+        engine.pull(image)
+    except EngineError as exc:
+        raise net.NetError(holder_image_missing(image, exc, who, owner))
+
+
+def check_holder_images(engine, needs, check_mode):
+    """The holder images of the networks a pass is to build, made sure of before the pass changes anything.
+    `needs`: (who, image) pairs, one per network to build. Outside check mode a missing image is pulled, and one
+    that cannot be raises NetError naming it; check mode pulls nothing and returns a warning per missing image."""
+    warnings, seen = [], set()
+    for who, image in needs:
+        if image in seen:
+            continue
+        seen.add(image)
+        if not check_mode:
+            ensure_holder_image(engine, image, who)
+        elif not engine.image_present(image):
+            warnings.append('%s needs the netns holder image %s, which is not on this host: a converge pulls it, '
+                            'and fails if it cannot (the drover.fleet.host role installs it)' % (who, image))
+    return warnings
 
 
 def holder_key(holder):
@@ -146,6 +187,9 @@ class TaskNetwork:
         steps = plan.plan_present(spec, seen, self.allocations())
         if self.check_mode or not steps:
             return steps, self.view(spec.netns, seen)
+        if 'holder' in steps:
+            # Before anything of the network is made or removed: a host without the image changes nothing.
+            ensure_holder_image(self.engine, spec.holder_image, 'task %s/%s' % (spec.cluster, spec.task), self.owner)
         fresh = not seen['netns_exists'] and seen['holder'] is None
         try:
             self._build(spec, seen, steps, labels)
@@ -165,8 +209,6 @@ class TaskNetwork:
                 net.return_to_host(spec.eni_mac, spec.netns)     # never let the ENI die with an old netns
             if holder is not None:
                 self.engine.remove(holder['id'])
-            if not self.engine.image_present(spec.holder_image):
-                self.engine.pull(spec.holder_image)
             labels = dict(extra_labels or {}, **holder_labels(spec, self.owner))
             # Around an ENI the holder has no network of the engine's; without one it is on the engine's
             # default bridge network and publishes the task's ports.

@@ -31,7 +31,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
-from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import HOLDER_ROLE, TaskNetwork
+from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
+    HOLDER_ROLE, TaskNetwork, check_holder_images)
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
@@ -282,8 +283,10 @@ class Pass:
         if not spec.gpu:
             self.ledger.release_key('%s/%s' % (self.gpu_task(decl), spec.name))
             return [], None
-        uuids, error = self.ledger.pin('%s/%s' % (self.gpu_task(decl), spec.name), self.gpu_task(decl), spec.gpu)
+        key = '%s/%s' % (self.gpu_task(decl), spec.name)
+        uuids, error = self.ledger.pin(key, self.gpu_task(decl), spec.gpu)
         if error:
+            error = self.ledger.short(plan_mod.gpu_field(decl, spec.name), key, spec.gpu)
             if self.gpu['strict']:
                 return [], error
             self.warnings.append('%s; container %s of task %s/%s runs without GPUs (best effort; gpu_strict=true '
@@ -1034,6 +1037,14 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         _check_binds(tasks, params.get('bind_paths'))
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
+        plans = [(decl, plan_mod.plan_task(decl, grouped.get((decl.cluster, decl.name), []),
+                                           stored.get((decl.cluster, decl.name)), now)) for decl in tasks + purge]
+        try:
+            # The networks this pass builds: their holder image is on the host before anything changes.
+            said = check_holder_images(engine, [('awsvpc task %s/%s' % (d.cluster, d.name), d.network.holder_image)
+                                                for d, p in plans if p.start and d.network is not None], check_mode)
+        except net.NetError as exc:
+            raise TaskFailure(str(exc))
         work = Pass(engine, store, check_mode, holders, clock, ledger,
                     {'delivery': params.get('gpu_delivery') or 'device-request', 'strict': bool(params.get('gpu_strict'))},
                     {'region': params.get('aws_region'), 'endpoint_url': params.get('aws_endpoint_url')},
@@ -1044,9 +1055,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             work.task_volumes.setdefault(key, []).append(vol['name'])
         if not check_mode and any(t.state == 'running' and t.task_role_arn for t in tasks):
             work.host_key(create=True)           # made (or refused) before anything of the pass changes
-        for decl in tasks + purge:
+        work.warnings.extend(said)
+        for decl, plan in plans:
             key = (decl.cluster, decl.name)
-            plan = plan_mod.plan_task(decl, grouped.get(key, []), stored.get(key), now)
             if not plan.remove and not plan.start:
                 work.adopt_gpus(decl, grouped.get(key, []))
                 work.adopt_credentials(decl, grouped.get(key, []))

@@ -8,8 +8,8 @@ A ledger is a dict of pins {uuid: (key, task)}, where a key names a container as
 Every function takes a ledger and returns a new one; the one it was given is never changed.
 
 Owns: pinning (all-or-nothing, lowest-index free GPUs first, idempotent per key), releasing by task
-or by key, re-pinning an adopted container's GPUs without ever giving one GPU to two keys, and the
-views (free, pinned, stale) every GPU module returns.
+or by key, re-pinning an adopted container's GPUs without ever giving one GPU to two keys, the
+views (free, pinned, stale) every GPU module returns, and the messages of a short ledger.
 Must not: discover GPUs (_gpu does), read or write the store, read a clock or do any other I/O.
 A pin whose GPU is no longer discovered is kept and reported as stale, never dropped in silence.
 """
@@ -26,6 +26,20 @@ class PinError(ValueError):
 def short_message(requested, free_count):
     """The failure of a pin the ledger cannot meet, word for word."""
     return 'gpu ledger: requested %d GPUs, %d free' % (requested, free_count)
+
+
+def short_for(field, requested, host_count, free_count):
+    """The failure of a declared container's GPU request the ledger cannot meet: the field that asks, named as
+    the declaration names it (containers[0].gpu, task_definition.containerDefinitions[0].resourceRequirements),
+    and the host's GPUs, how many it has and how many of them the container could have (free)."""
+    return '%s asks for %d GPU%s; this host has %d GPU%s, %d free' % (
+        field, requested, '' if requested == 1 else 's', host_count, '' if host_count == 1 else 's', free_count)
+
+
+def could_have(pins, devices, key):
+    """How many GPUs `key` could be given: the free ones and the discovered ones it holds (pin's M)."""
+    known = set(devices)
+    return len(free(pins, devices)) + len([u for u in held(pins, key, devices) if u in known])
 
 
 def check_task(task):

@@ -5,9 +5,10 @@
 
 Owns: stop-first ordering, detection of exited essential containers and vanished containers,
 replacement of a changed task, the restart policies, the restart streak and its backoff hold, the health of
-containers and tasks (and the stop of a task whose essential container turned unhealthy), and the reason
-strings. Input: the declaration, what the engine shows for the task's labels, the stored record, and the clock
-(an argument). Output: a Plan.
+containers and tasks (and the stop of a task whose essential container turned unhealthy), the reason
+strings, and the name a message gives a declared container field (containers[0].gpu, or the task
+definition's). Input: the declaration, what the engine shows for the task's labels, the stored record, and the
+clock (an argument). Output: a Plan.
 Must not: do any I/O or read the clock.
 """
 
@@ -40,6 +41,14 @@ HEALTHY, UNHEALTHY, UNKNOWN = 'HEALTHY', 'UNHEALTHY', 'UNKNOWN'
 # The label of a container declared with a health check: only such a check counts (not the image's HEALTHCHECK).
 HEALTH_LABEL = 'drover.health-check'
 ENGINE_HEALTH = {'healthy': HEALTHY, 'unhealthy': UNHEALTHY}
+
+
+def gpu_field(decl, name):
+    """The field that asks for the GPUs of container `name` of a task, as the declaration names it
+    (containers[0].gpu, task_definition.containerDefinitions[0].resourceRequirements, after tasks[N].)."""
+    index = [c.name for c in decl.containers].index(name)
+    field = (decl.where or {}).get('containers') or 'containers'
+    return '%s[%d].%s' % (field, index, 'resourceRequirements' if field.endswith('containerDefinitions') else 'gpu')
 
 
 def reason_exited(name, code):

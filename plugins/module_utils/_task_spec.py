@@ -339,7 +339,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                 warnings=tuple(warnings), cpu=level['cpu'], memory=level['memory'], volumes=level['volumes'] or (),
                 placement_constraints=level['placement_constraints'] or (),
                 runtime_platform=level['runtime_platform'], ipc_mode=level['ipc_mode'], pid_mode=level['pid_mode'],
-                where=level['where'], wait_healthy=wait_healthy,
+                where=dict(level['where'], containers=containers_field), wait_healthy=wait_healthy,
                 fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level)))
 
 

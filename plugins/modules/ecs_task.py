@@ -154,7 +154,11 @@ options:
         description: Seconds to wait for the ENI to appear on the host; 30 when not given.
         type: int
       holder_image:
-        description: The image of the container that holds the task's network namespace; it must have C(sleep).
+        description:
+          - The image of the container that holds the task's network namespace; it must have C(sleep).
+          - The drover.fleet.host role builds the default on the host (role variable C(drover_host_busybox_image)).
+            An image the host lacks is pulled; one that cannot be fails the converge before anything changes on the
+            host, with a message that names it.
         type: str
         default: drover.local/busybox:1
   cpu:

@@ -100,7 +100,11 @@ options:
     type: int
     default: 30
   holder_image:
-    description: The holder container's image; it must have C(sleep). Built locally by the demo and tests.
+    description:
+      - The holder container's image; it must have C(sleep).
+      - The drover.fleet.host role builds the default on the host (role variable C(drover_host_busybox_image)).
+        An image the host lacks is pulled; one that cannot be fails the module before the network changes, with a
+        message that names it.
     type: str
     default: drover.local/busybox:1
   state:

@@ -225,7 +225,7 @@ def test_task_definition_runs(engine, cluster, converge):
 def test_gpu_request_without_ledger_is_best_effort(engine, cluster, converge):
     r = converge(name='gpu', containers=[container('main', gpu=2)])
     assert r['task']['last_status'] == 'RUNNING' and r['task']['containers'][0]['gpu_ids'] == []
-    assert any('gpu ledger: requested 2 GPUs, 0 free' in w for w in warnings_of(r))
+    assert any('containers[0].gpu asks for 2 GPUs; this host has 0 GPUs, 0 free' in w for w in warnings_of(r))
 
 
 def test_container_name_of_another_task_is_refused(engine, cluster, converge, module_runner, store_path):

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from helpers import container, net_snapshot, netns_list, statuses, store_rows, wait_for
+from helpers import container, net_snapshot, netns_list, statuses, store_rows, wait_for, warnings_of
 
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
 
@@ -186,6 +186,36 @@ def test_a_published_port_in_use_fails_the_network_and_leaves_nothing(engine, cl
         assert r['task']['last_status'] == 'STOPPED', r.get('msg')
         assert r['task']['stopped_reason'].startswith('network setup failed: ')
         assert snapshot(engine, store_path, cluster) == before
+
+
+@pytest.mark.parametrize('eni', [False, True], ids=['no-eni', 'eni'])
+def test_a_host_without_the_holder_image_fails_before_anything_is_made(engine, cluster, converge, store_path,
+                                                                       fake_eni, eni):
+    """The holder image is missing and cannot be pulled (here: a name no registry answers for): the converge fails
+    naming the image and the role that installs it, and leaves the host as it was (no container, holder or
+    namespace; an ENI stays on the host)."""
+    converge(name='keep', containers=[container('main')])
+    task = 'bhi' + cluster
+    image = 'drover.local/no-such-holder:1'
+    if eni:
+        card = fake_eni()
+        card.plug()
+        args = dict(name=task, network_mode='awsvpc', containers=[container('main')],
+                    awsvpc={'eni_mac': card.mac, 'address': card.address(), 'gateway': card.gateway,
+                            'holder_image': image})
+    else:
+        args = web_task(task, free_port(), awsvpc={'holder_image': image})
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    check = converge(check=True, **args)
+    assert not check.failed and check['changed'], check.get('msg')
+    assert any(image in w and 'drover.fleet.host role' in w for w in warnings_of(check)), warnings_of(check)
+    r = converge(**args)
+    assert r.failed, r.get('task')
+    for words in (image, 'netns holder image', 'the drover.fleet.host role installs it', 'awsvpc.holder_image'):
+        assert words in r['msg'], r['msg']
+    assert net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+    assert netns_name(cluster, task) not in netns_list() and holders(engine, cluster) == []
+    assert statuses(engine, cluster) == {'keep-main': 'running'}
 
 
 @pytest.mark.parametrize('change,words', [

@@ -4,7 +4,9 @@ reported, released on every stop path, re-pinned on adoption, never twice."""
 
 from __future__ import absolute_import, division, print_function
 
-from helpers import container, host_snapshot, statuses, store_rows, wait_for, warnings_of
+import pytest
+
+from helpers import IMAGE, container, host_snapshot, statuses, store_rows, wait_for, warnings_of
 
 GPUS = ['GPU-00000000-0000-0000-0000-0000000000%02d' % i for i in range(1, 3)]
 
@@ -44,12 +46,51 @@ def test_short_ledger_best_effort_and_strict(engine, cluster, converge, store_pa
     converge(**gpu_args(name='a', containers=[container('main', gpu=1)]))
     best = converge(**gpu_args(name='b', containers=[container('main', gpu=2)]))
     assert best['task']['last_status'] == 'RUNNING' and best['task']['containers'][0]['gpu_ids'] == []
-    assert any('gpu ledger: requested 2 GPUs, 1 free' in w for w in warnings_of(best))
+    assert any('containers[0].gpu asks for 2 GPUs; this host has 2 GPUs, 1 free' in w for w in warnings_of(best)), \
+        warnings_of(best)
     assert 'NVIDIA_VISIBLE_DEVICES' not in env_of(engine, best['task']['containers'][0]['runtime_id'])
     strict = converge(**gpu_args(name='c', gpu_strict=True, containers=[container('ok'), container('main', gpu=2)]))
     assert strict['task']['last_status'] == 'STOPPED'
-    assert strict['task']['stopped_reason'] == 'container start failed: gpu ledger: requested 2 GPUs, 1 free'
+    assert strict['task']['stopped_reason'] == \
+        'container start failed: containers[1].gpu asks for 2 GPUs; this host has 2 GPUs, 1 free'
     assert list(statuses(engine, cluster)) == ['a-main', 'b-main']
+    assert pins(store_path) == [(GPUS[0], '%s:a/main' % cluster)]
+
+
+def gpu_definition(family):
+    """A task definition whose second container asks for 2 GPUs (ECS's resourceRequirements)."""
+    return {'family': family, 'networkMode': 'bridge', 'containerDefinitions': [
+        {'name': 'side', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16},
+        {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+         'resourceRequirements': [{'type': 'GPU', 'value': '2'}]}]}
+
+
+@pytest.mark.parametrize('form,field', [
+    ('containers', 'containers[1].gpu'),
+    ('task_definition', 'task_definition.containerDefinitions[1].resourceRequirements'),
+    ('tasks', 'tasks[1].task_definition.containerDefinitions[1].resourceRequirements'),
+])
+def test_short_ledger_names_the_field_and_the_hosts_gpus(engine, cluster, converge, store_path, form, field):
+    """Fewer free GPUs than a container asks for: the refusal (gpu_strict) and the warning (best effort) name the
+    field as the declaration names it, and the GPUs the host has and how many are free."""
+    converge(**gpu_args(name='a', containers=[container('main', gpu=1)]))
+    said = '%s asks for 2 GPUs; this host has 2 GPUs, 1 free' % field
+    for strict in (True, False):
+        family = 'gs' if strict else 'gb'
+        decl = {'containers': dict(name=family, containers=[container('side'), container('main', gpu=2)]),
+                'task_definition': dict(task_definition=gpu_definition(family)),
+                'tasks': dict(tasks=[{'name': 'a', 'containers': [container('main', gpu=1)]},
+                                     {'task_definition': gpu_definition(family)}])}[form]
+        r = converge(**gpu_args(gpu_strict=strict, **decl))
+        assert not r.failed, r.get('msg')
+        view = [t for t in r.get('tasks') or [r['task']] if t['name'] == family][0]
+        if strict:
+            assert view['last_status'] == 'STOPPED' and view['stopped_reason'] == 'container start failed: ' + said
+            assert '%s-main' % family not in statuses(engine, cluster)
+        else:
+            assert view['last_status'] == 'RUNNING' and view['containers'][1]['gpu_ids'] == []
+            assert any(w.startswith(said + '; container main of task %s/%s runs without GPUs' % (cluster, family))
+                       for w in warnings_of(r)), warnings_of(r)
     assert pins(store_path) == [(GPUS[0], '%s:a/main' % cluster)]
 
 

@@ -156,6 +156,23 @@ def test_repair_after_the_holder_dies(engine, netns, fake_eni, cluster):
     assert code == 0, out
 
 
+def test_a_missing_holder_image_fails_a_repair_before_any_change(engine, netns, fake_eni, store_path, cluster):
+    """The holder died and its image is gone (here: a name no registry answers for): the repair fails naming the
+    image and the role that installs it, before the ENI leaves the namespace or the dead holder is removed."""
+    eni = fake_eni()
+    eni.plug()
+    args = dict(name='rhi' + cluster, eni_mac=eni.mac, address=eni.address(), gateway=eni.gateway)
+    first = netns(**args)
+    engine.api.kill(first['netns']['holder_id'])
+    before = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
+    image = 'drover.local/no-such-holder:1'
+    r = netns(holder_image=image, **args)
+    said = 'network setup failed: task %s/rhi%s needs the netns holder image %s' % (cluster, cluster, image)
+    assert r.failed and r['msg'].startswith(said), r.get('msg')
+    assert 'the drover.fleet.host role installs it' in r['msg'] and 'or set holder_image to' in r['msg']
+    assert net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
+
+
 @pytest.mark.parametrize('args,words', [
     (dict(eni_mac='02:00:c6:zz:00:10', address='198.18.9.2/24'), ('eni_mac', 'MAC address')),
     (dict(eni_mac='02:00:c6:12:00:10', address='198.18.9.2'), ('address', 'prefix length')),

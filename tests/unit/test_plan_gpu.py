@@ -175,3 +175,21 @@ def test_keys_and_tasks():
 
 def test_short_message():
     assert g.short_message(4, 3) == 'gpu ledger: requested 4 GPUs, 3 free'
+
+
+def test_short_for_names_the_field_and_the_hosts_gpus():
+    assert g.short_for('containers[1].gpu', 2, 4, 1) == \
+        'containers[1].gpu asks for 2 GPUs; this host has 4 GPUs, 1 free'
+    assert g.short_for('task_definition.containerDefinitions[0].resourceRequirements', 1, 1, 0) == \
+        'task_definition.containerDefinitions[0].resourceRequirements asks for 1 GPU; this host has 1 GPU, 0 free'
+    assert g.short_for('containers[0].gpu', 2, 0, 0) == \
+        'containers[0].gpu asks for 2 GPUs; this host has 0 GPUs, 0 free'
+
+
+def test_could_have_is_the_free_gpus_and_the_keys_own():
+    pins = {D0: ('a/main', 'a'), D1: ('b/main', 'b'), 'GPU-gone': ('a/main', 'a')}
+    # a/main holds D0 (and a stale GPU, which it cannot be given again); D2 and D3 are free.
+    assert g.could_have(pins, DEVICES, 'a/main') == 3
+    assert g.could_have(pins, DEVICES, 'c/main') == 2
+    # The count pin's own message gives, for the same ledger.
+    assert g.pin(pins, DEVICES, 'a/main', 'a', 4)[2] == g.short_message(4, 3)

@@ -481,3 +481,23 @@ def test_restart_attempt_period_is_the_stable_run():
     assert plan.start and plan.record['streak'] == 1
     plan = run(d, observed, stored, T0 + 59)                       # ran 59 s: the streak goes on, held back
     assert not plan.start and plan.record['streak'] == 4 and plan.record['hold_until'] == T0 + 59 + p.backoff(3)
+
+
+TD = {'family': 'train', 'containerDefinitions': [
+    {'name': 'side', 'image': IMG, 'memory': 16},
+    {'name': 'main', 'image': IMG, 'memory': 16, 'resourceRequirements': [{'type': 'GPU', 'value': '2'}]}]}
+
+
+@pytest.mark.parametrize('params,fields', [
+    ({'name': 'train', 'containers': [{'name': 'side', 'image': IMG}, {'name': 'main', 'image': IMG, 'gpu': 2}]},
+     ['containers[1].gpu']),
+    ({'task_definition': TD}, ['task_definition.containerDefinitions[1].resourceRequirements']),
+    ({'task_definition': {'taskDefinition': dict(TD, cpu='256')}},
+     ['task_definition.containerDefinitions[1].resourceRequirements']),
+    ({'tasks': [{'name': 'x', 'containers': [{'name': 'main', 'image': IMG, 'gpu': 1}]},
+                {'task_definition': TD, 'cpu': 256}]},
+     ['tasks[0].containers[0].gpu', 'tasks[1].task_definition.containerDefinitions[1].resourceRequirements']),
+])
+def test_gpu_field_is_named_as_the_declaration_names_it(params, fields):
+    tasks, _purge = spec.task_set(params)
+    assert [p.gpu_field(t, 'main') for t in tasks] == fields
