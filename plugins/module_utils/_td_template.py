@@ -253,32 +253,32 @@ def _containers(doc):
     return [c for c in defs if isinstance(c, dict)] if isinstance(defs, list) else []
 
 
-def _set_images(doc, images, problems, strict):
+def _by_container(doc, given, option, problems, strict):
+    """(container definition, value) for each container name of `given` (images or environment) the document
+    has; a name it has not is a problem with `strict`."""
     by_name = dict((c.get('name'), c) for c in _containers(doc))
-    for name, image in (images or {}).items():
-        if name not in by_name:
-            if strict:
-                problems.append('images.%s: the task definition has no container %s (containers: %s)'
-                                % (name, name, ', '.join(sorted(str(n) for n in by_name)) or 'none'))
-            continue
+    for name, value in (given or {}).items():
+        if name in by_name:
+            yield by_name[name], value
+        elif strict:
+            problems.append('%s.%s: the task definition has no container %s (containers: %s)'
+                            % (option, name, name, ', '.join(sorted(str(n) for n in by_name)) or 'none'))
+
+
+def _set_images(doc, images, problems, strict):
+    for container, image in _by_container(doc, images, 'images', problems, strict):
         if not isinstance(image, str) or not image:
-            problems.append('images.%s must be an image reference, got %r' % (name, image))
-            continue
-        by_name[name]['image'] = image
+            problems.append('images.%s must be an image reference, got %r' % (container['name'], image))
+        else:
+            container['image'] = image
 
 
 def _set_environment(doc, environment, problems, strict):
-    by_name = dict((c.get('name'), c) for c in _containers(doc))
-    for name, pairs in (environment or {}).items():
-        if name not in by_name:
-            if strict:
-                problems.append('environment.%s: the task definition has no container %s (containers: %s)'
-                                % (name, name, ', '.join(sorted(str(n) for n in by_name)) or 'none'))
-            continue
+    for container, pairs in _by_container(doc, environment, 'environment', problems, strict):
         if not isinstance(pairs, dict):
-            problems.append('environment.%s must be a mapping of variable names to values' % name)
+            problems.append('environment.%s must be a mapping of variable names to values' % container['name'])
             continue
-        current = by_name[name].get('environment')
+        current = container.get('environment')
         current = list(current) if isinstance(current, list) else []
         for key, val in pairs.items():
             text = val if isinstance(val, str) else _text(val, key, 'environment', problems)
@@ -288,7 +288,7 @@ def _set_environment(doc, environment, problems, strict):
                 current[at[0]] = entry
             else:
                 current.append(entry)
-        by_name[name]['environment'] = current
+        container['environment'] = current
 
 
 def render(doc, values=None, images=None, environment=None, strict=True, kind_of=None):
