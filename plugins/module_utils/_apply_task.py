@@ -58,6 +58,32 @@ def scrub(text, fetched):
     return text
 
 
+# What a stopped task keeps of each exited container's output: its last lines, at most so many bytes (its
+# task.stopped event carries fewer: plan_mod.EVENT_OUTPUT_LINES).
+OUTPUT_LINES = 100
+OUTPUT_BYTES = 64 * 1024
+HIDDEN = '********'
+
+
+def last_output(raw, hidden, lines=OUTPUT_LINES, limit=OUTPUT_BYTES):
+    """Pure: the last `lines` lines of a container's output (bytes or text), at most `limit` bytes of them (the
+    newest), every value in `hidden` (at least 4 characters: a shorter one would hide words, not a secret) put
+    out of sight. None for no output."""
+    if raw is None:
+        return None
+    text = raw.decode('utf-8', 'replace') if isinstance(raw, bytes) else raw
+    # Longest first, so that a value inside another is not left half hidden.
+    for value in sorted(set(v for v in hidden if v and len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, HIDDEN)
+    kept = text.splitlines()[-lines:]
+    text = '\n'.join(kept)
+    data = text.encode('utf-8')
+    if len(data) > limit:
+        text = data[-limit:].decode('utf-8', 'ignore')
+        text = text.split('\n', 1)[1] if '\n' in text else text      # no half line at the top
+    return text or None
+
+
 # How long state healthy waits for a task to become HEALTHY, by default (seconds; as docker_container's).
 HEALTHY_WAIT = 300
 
@@ -841,14 +867,21 @@ def stop_order(observed):
 
 
 def _with_exit_codes(engine, grouped, keys):
-    """Inspect the stopped containers of the tasks in `keys` for their exit codes (running ones need none,
-    so a pass with nothing ended makes one engine call: the listing)."""
+    """Inspect the stopped containers of the tasks in `keys` for their exit codes, and read their last output
+    (what a stopped task keeps: the values it was given hidden), before a pass removes them. Running ones need
+    none, so a pass with nothing ended makes one engine call: the listing."""
     for key in keys:
         for obs in grouped.get(key, ()):
             if plan_mod.container_status(obs) == plan_mod.STOPPED and 'exit_code' not in obs:
                 state = engine.inspect(obs['id']) or {}
                 obs['exit_code'] = state.get('exit_code')
                 obs['oom_killed'] = state.get('oom_killed')
+                try:
+                    raw = engine.logs(obs['id'], tail=OUTPUT_LINES)
+                except EngineError:
+                    raw = None          # a log driver the engine cannot read back: the stop is told without it
+                if raw:
+                    obs['last_output'] = last_output(raw, engine.given_values(obs['id']))
     return grouped
 
 

@@ -192,6 +192,24 @@ class Engine:
         except Exception as exc:
             raise EngineError('inspect container %s: %s' % (container_id[:12], _explain(exc)))
 
+    def given_values(self, container_id):
+        """The values a container was given beyond its image's: its environment's values (secrets, environment
+        files, credentials) less those its image sets itself, and its log options' (secret options). [] if gone."""
+        try:
+            info = self.api.inspect_container(container_id)
+            try:
+                image_env = set((self.api.inspect_image(info['Image']).get('Config') or {}).get('Env') or ())
+            except docker_errors.NotFound:
+                image_env = set()
+        except docker_errors.NotFound:
+            return []
+        except Exception as exc:
+            raise EngineError('inspect container %s: %s' % (container_id[:12], _explain(exc)))
+        env = [item for item in (info.get('Config') or {}).get('Env') or () if item not in image_env]
+        values = [item.split('=', 1)[1] for item in env if '=' in item]
+        options = ((info.get('HostConfig') or {}).get('LogConfig') or {}).get('Config') or {}
+        return values + [v for v in options.values() if isinstance(v, str)]
+
     def image_present(self, ref):
         try:
             self.api.inspect_image(ref)
@@ -286,6 +304,43 @@ class Engine:
             return False
         except Exception as exc:
             raise EngineError('remove container %s: %s' % (container_id[:12], _explain(exc)))
+        return True
+
+    # --- records (images committed from containers) ---------------------------------------------
+
+    def diff(self, container_id):
+        """The paths a container's filesystem changed (added, changed or deleted), its mounts aside; None if gone."""
+        try:
+            return [d.get('Path') for d in self.api.diff(container_id) or () if d.get('Path')]
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('diff of container %s: %s' % (container_id[:12], _explain(exc)))
+
+    def commit(self, container_id, repository, tag, labels):
+        """Commit a container's filesystem as image repository:tag, `labels` over the container's own; its ID."""
+        try:
+            return self.api.commit(container_id, repository=repository, tag=tag, conf={'Labels': labels})['Id']
+        except Exception as exc:
+            raise EngineError('commit container %s: %s' % (container_id[:12], _explain(exc)))
+
+    def images_labelled(self, labels):
+        """Images with every label of `labels` ({name: value}): each {id, tags, labels, created (epoch)}."""
+        try:
+            rows = self.api.images(filters={'label': ['%s=%s' % kv for kv in sorted(labels.items())]})
+        except Exception as exc:
+            raise EngineError('list images: %s' % _explain(exc))
+        return [{'id': r['Id'], 'tags': [t for t in r.get('RepoTags') or () if t != '<none>:<none>'],
+                 'labels': r.get('Labels') or {}, 'created': r.get('Created'), 'size': r.get('Size')} for r in rows]
+
+    def remove_image(self, ref):
+        """Delete an image (by ID or reference); one already gone is not an error."""
+        try:
+            self.api.remove_image(ref, force=True)
+        except docker_errors.NotFound:
+            return False
+        except Exception as exc:
+            raise EngineError('remove image %s: %s' % (ref, _explain(exc)))
         return True
 
     # --- volumes ---------------------------------------------------------------------------------

@@ -189,7 +189,7 @@ def health_events(key, before, after, now, views=()):
 
 def container_view(obs, declared_image=None):
     status = container_status(obs)
-    return {
+    out = {
         'name': obs['labels'].get('drover.container'),
         'image': declared_image or obs.get('image'),
         'runtime_id': obs['id'],
@@ -198,6 +198,10 @@ def container_view(obs, declared_image=None):
         'gpu_ids': gpu_ids(obs['labels']),
         'health_status': container_health(obs),
     }
+    if status == STOPPED and obs.get('last_output'):
+        # Its last lines, read before the container goes (values it was given hidden).
+        out['last_output'] = obs['last_output']
+    return out
 
 
 def declared_view(spec, status, gpu_ids_=()):
@@ -254,8 +258,24 @@ def stopped_record(record, reason, now, restart, containers):
     return _stop(record, reason, now, restart, containers)
 
 
+# The last lines of each exited container's output that a task.stopped event carries (the record keeps more).
+EVENT_OUTPUT_LINES = 20
+
+
+def event_output(views, lines=EVENT_OUTPUT_LINES):
+    """{container: its last `lines` lines} of the exited containers (views) that printed something."""
+    return dict((v['name'], '\n'.join(v['last_output'].splitlines()[-lines:])) for v in views or ()
+                if v.get('last_output'))
+
+
+def stopped_event(key, now, reason, views):
+    """task.stopped, with the last lines of what its exited containers printed (`last_output`), where any did."""
+    output = event_output(views)
+    return event('task.stopped', key, now, reason=reason, **({'last_output': output} if output else {}))
+
+
 def stop_events(key, rec, now):
-    out = [event('task.stopped', key, now, reason=rec['stopped_reason'])]
+    out = [stopped_event(key, now, rec['stopped_reason'], rec.get('containers'))]
     if rec.get('hold_until'):
         out.append(event('task.held', key, now, until=iso(rec['hold_until']), streak=rec['streak']))
     return out
@@ -319,7 +339,7 @@ def plan_task(decl, observed, stored, now):
             plan.delete = stored is not None
             plan.changed = plan.changed or plan.delete
             if was_running:
-                plan.events.append(event('task.stopped', key, now, reason=reason))
+                plan.events.append(stopped_event(key, now, reason, _stopped_containers(observed)))
             base = dict(stored) if stored else _blank(decl, now)
             base.update(desired_status=STOPPED, last_status=STOPPED, hold_until=None)
             if was_running:
@@ -335,7 +355,7 @@ def plan_task(decl, observed, stored, now):
         if was_running:
             rec = _stop(rec, reason, now, 'never', _stopped_containers(observed) or rec.get('containers', []),
                         stop_reason_given=True)
-            plan.events.append(event('task.stopped', key, now, reason=reason))
+            plan.events.append(stopped_event(key, now, reason, rec['containers']))
         rec['desired_status'] = STOPPED
         rec['hold_until'] = None
         rec['restart'] = decl.restart
@@ -358,7 +378,7 @@ def plan_task(decl, observed, stored, now):
         if labels:
             plan.changed_fields = spec_mod.changed_fields(labels[0].get('drover.spec-fields'), decl.fields)
         if was_running:
-            plan.events.append(event('task.stopped', key, now, reason=TASK_STOPPED))
+            plan.events.append(stopped_event(key, now, TASK_STOPPED, _stopped_containers(observed)))
         _new_run(plan, decl, stored, now, keep_streak=False)
         return plan
 

@@ -902,6 +902,15 @@ task:
         exit_code:
           description: The exit code, once stopped.
           type: int
+        last_output:
+          description:
+            - The last lines a container that exited printed (stdout and stderr, at most 100 lines and 64 KiB, the
+              newest), read before its containers are removed, with every value the container was given hidden
+              as C(********) (its environment's values but its image's own, its log options'; values shorter than 4
+              characters are left). Kept with the task's record until its next run; absent where it printed
+              nothing, was stopped while running, or its log driver cannot be read back.
+          type: str
+          returned: when a container exited and printed something
         gpu_ids:
           description: The GPU UUIDs pinned to the container.
           type: list

@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 
-from helpers import container, host_snapshot, kill_when, module_process, statuses, store_rows, task_containers
+from helpers import (container, host_snapshot, kill_when, module_process, statuses, store_rows, task_containers,
+                     wait_for)
 from sweep import register
 
 ROLE = 'arn:aws:iam::123456789012:role/app-execution'
@@ -280,3 +281,35 @@ def test_check_mode_reads_nothing_from_aws(engine, cluster, converge, store_path
     r = converge(check=True, **args)
     assert r['changed'] and not r.failed and r['task']['last_status'] == 'PENDING', r
     assert host_snapshot(engine, store_path, cluster) == before
+
+
+def test_a_stopped_task_keeps_its_last_output_without_the_values_it_was_given(
+        engine, cluster, converge, seeded, moto_aws, store_path, module_runner):
+    # The essential container prints its secret among its last lines, and exits 3: what the task keeps of its
+    # output says `boom`, never the secret, after its containers are gone.
+    values = seeded['values']
+    script = 'i=0; while [ $i -lt 150 ]; do echo "line $i"; i=$((i + 1)); done; echo boom; ' \
+             'echo "the key is $S_KEY, the file says $A"; echo "to stderr" >&2; exit 3'
+    args = native(cluster, moto_aws, [web(seeded, command=['sh', '-c', 'sleep 1; ' + script])])
+    first = converge(**args)
+    assert first['task']['last_status'] == 'RUNNING', first['task']
+    wait_for(lambda: statuses(engine, cluster).get('app-web') == 'exited', timeout=30)
+    stopped = converge(**args)
+    task = stopped['task']
+    assert task['last_status'] == 'STOPPED' and 'exited (3)' in task['stopped_reason'], task
+    assert statuses(engine, cluster) == {}                   # the containers are gone
+    [web_view] = task['containers']
+    assert web_view['exit_code'] == 3
+    lines = web_view['last_output'].splitlines()
+    assert len(lines) == 100 and lines[0] == 'line 53', lines[:3]      # the last 100 lines
+    assert lines[-3:] == ['boom', 'the key is ********, the file says ********', 'to stderr'], lines[-3:]
+    [event] = [e for e in stopped['events'] if e['event'] == 'task.stopped']
+    assert event['last_output']['web'].splitlines() == lines[-20:]
+    no_value_in(json.dumps(stopped), seeded)
+
+    info = module_runner('ecs_task_info', dict(store_path=store_path, cluster=cluster))
+    [shown] = [t for t in info['tasks'] if t['name'] == 'app']
+    assert shown['containers'][0]['exit_code'] == 3 and shown['containers'][0]['last_output'] == web_view['last_output']
+    no_value_in(json.dumps(info), seeded)
+    no_value_in(json.dumps(store_rows(store_path), default=str), seeded)
+    assert values['key'] not in json.dumps(store_rows(store_path), default=str)

@@ -501,3 +501,22 @@ TD = {'family': 'train', 'containerDefinitions': [
 def test_gpu_field_is_named_as_the_declaration_names_it(params, fields):
     tasks, _purge = spec.task_set(params)
     assert [p.gpu_field(t, 'main') for t in tasks] == fields
+
+
+def test_a_stopped_task_keeps_what_its_exited_containers_printed_and_its_event_the_last_lines():
+    d = decl(restart='always')
+    printed = '\n'.join('line %d' % i for i in range(30)) + '\nboom'
+    observed = [dict(obs(d, 'main', 'exited', 3), last_output=printed), obs(d, 'side')]
+    plan = run(d, observed, None, T0 + 10)
+    # the stopped run's record and its event; the run that starts at once (restart always) begins blank
+    [stopped] = [e for e in plan.events if e['event'] == 'task.stopped']
+    assert stopped['last_output'] == {'main': '\n'.join('line %d' % i for i in range(11, 30)) + '\nboom'}
+    assert plan.start and plan.record['containers'] == []
+    never = p.plan_task(decl(), [dict(obs(decl(), 'main', 'exited', 3), last_output=printed),
+                                 obs(decl(), 'side')], None, T0 + 10)
+    assert [c.get('last_output') for c in never.record['containers']] == [printed, None]
+    # a running container's view has none, and a task stopped on purpose carries none where nothing exited
+    assert 'last_output' not in p.container_view(dict(obs(d, 'side'), last_output='x'))
+    gone = p.plan_task(decl(state='stopped'), both(decl()), {'last_status': 'RUNNING', 'desired_status': 'RUNNING'},
+                       T0)
+    assert [e for e in gone.events if e['event'] == 'task.stopped'][0].get('last_output') is None

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+"""What a stopped task keeps of a container's output: the last lines, bounded, the values it was given hidden."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.drover.fleet.plugins.module_utils._apply_task import OUTPUT_BYTES, last_output
+
+
+def test_the_last_hundred_lines_are_kept():
+    text = '\n'.join('line %d' % i for i in range(250)) + '\n'
+    kept = last_output(text, [])
+    assert kept.splitlines() == ['line %d' % i for i in range(150, 250)]
+
+
+def test_given_values_are_hidden_longest_first_and_short_ones_left():
+    kept = last_output(b'token=s3cr3t-value-long, part s3cr3t, pin 123\n', ['s3cr3t', 's3cr3t-value-long', '123', ''])
+    assert kept == 'token=********, part ********, pin 123'
+
+
+def test_at_most_64_kib_the_newest_and_no_half_line():
+    text = '\n'.join(('%04d ' % i) + 'x' * 995 for i in range(100))     # 100 lines of 1000 bytes
+    kept = last_output(text, [])
+    assert len(kept.encode('utf-8')) <= OUTPUT_BYTES
+    lines = kept.splitlines()
+    assert lines[-1].startswith('0099 ') and all(len(line) == 1000 for line in lines)
+    assert len(lines) == OUTPUT_BYTES // 1001
+    one_line = last_output('y' * (OUTPUT_BYTES * 2), [])        # one line longer than the bound: its end
+    assert one_line == 'y' * OUTPUT_BYTES
+
+
+def test_undecodable_bytes_and_no_output():
+    assert last_output(b'caf\xe9 ok\n', []) == 'caf\ufffd ok'
+    assert last_output(None, []) is None and last_output('', []) is None
