@@ -382,7 +382,8 @@ class Sweep:
         self.inputs = set()          # files the tests wrote as the user's input
         self.hits = []
         self.counts = dict((k, 0) for k in ('process reads', 'container inspections', 'containers gone before inspection',
-                                            'outputs', 'files', 'jit files', 'syslog lines', 'journal lines'))
+                                            'outputs', 'files', 'jit files', 'syslog lines', 'journal lines',
+                                            'records'))
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = []
@@ -606,11 +607,11 @@ class Sweep:
         if self.syslog is not None and self.syslog.dropped:
             tap += ', %d datagrams not forwarded' % self.syslog.dropped
         return 'secret sweep: %d secrets looked for in %d process reads, %d container inspections (%d containers ' \
-               'gone before), %d outputs, %d files, %d syslog lines (listener: %s), %d journal lines (%s) (and %d ' \
+               'gone before), %d outputs, %d files, %d records of failed jobs (docker save), %d syslog lines (listener: %s), %d journal lines (%s) (and %d ' \
                'JIT config files checked for mode 0400; %d input files the tests wrote not searched): %d found' % (
                    len(self.secrets), self.counts['process reads'], self.counts['container inspections'],
                    self.counts['containers gone before inspection'], self.counts['outputs'], self.counts['files'],
-                   self.counts['syslog lines'], tap, self.counts['journal lines'],
+                   self.counts['records'], self.counts['syslog lines'], tap, self.counts['journal lines'],
                    'read' if self.journal_read else 'no journald', self.counts['jit files'], len(self.inputs),
                    len(self.hits))
 

@@ -317,13 +317,44 @@ def ended_line(event):
         key = (to_text(event.get('cluster')), to_text(event.get('task')))
         return ('task', key, 'task %s/%s stopped: %s' % (key[0], key[1], to_text(event.get('reason') or '?')))
     if kind == 'runner.ended':
-        took = event.get('took_job')
-        how = 'took a job' if took else ('without a job' if took is False else 'no log')
+        took, job = event.get('took_job'), event.get('job')
+        if took and job:
+            how = 'job %s: %s' % (to_text(job), to_text(event.get('result') or 'no result'))
+        else:
+            how = 'took a job' if took else ('without a job' if took is False else 'no log')
+        if event.get('runner_fault') == 'deprecated':
+            how += ', runner fault: version %s deprecated' % to_text(event.get('runner_version'))
+        elif event.get('runner_fault'):
+            how += ', runner fault: %s' % {'error': 'an error before any job'}.get(
+                event['runner_fault'], to_text(event['runner_fault']))
         if event.get('oom_killed'):
             how += ', OOM-killed'
         return ('runner', None, 'runner %s of pool %s ended (%s)' % (
             to_text(event.get('runner_name')), to_text(event.get('pool')), how))
     return None
+
+
+def job_counts(events):
+    """Pure: {pool: {'ended': jobs that ended with a result, 'failed': ..., 'canceled': ...}} of the
+    runner.ended events given; a result other than Succeeded, Failed or Canceled counts as ended only."""
+    out = {}
+    for event in events:
+        if event.get('event') != 'runner.ended' or not event.get('result') or not isinstance(event.get('pool'), str):
+            continue
+        counts = out.setdefault(event['pool'], {'ended': 0, 'failed': 0, 'canceled': 0})
+        counts['ended'] += 1
+        result = to_text(event['result']).lower()
+        if result in ('failed', 'canceled'):
+            counts[result] += 1
+    return out
+
+
+def jobs_line(pool, counts):
+    """Pure: the recap's line of a pool whose jobs did not all succeed in this run; None when they did."""
+    if not counts['failed'] and not counts['canceled']:
+        return None
+    return 'pool %s: jobs ended=%d failed=%d canceled=%d' % (
+        pool, counts['ended'], counts['failed'], counts['canceled'])
 
 
 def fleet_holds(pools_by_host, threshold, now):
@@ -377,7 +408,8 @@ def fleet_holds_kept(pools_by_host, before, now):
 def blank_host():
     """What the recap keeps of one host: the last view of each task and pool, the events, what no_log hid,
     what ended and the pools held in this run."""
-    return {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [], 'unhealthy': set(), 'held_now': set()}
+    return {'tasks': {}, 'pools': {}, 'events': 0, 'hidden': 0, 'ended': [], 'unhealthy': set(), 'held_now': set(),
+            'runners_ended': []}
 
 
 def host_line(name, rec):
@@ -651,6 +683,8 @@ class CallbackModule(CallbackBase):
                     ended = ended_line(event)
                     if ended:
                         host['ended'].append(ended)
+                    if event['event'] == 'runner.ended':
+                        host['runners_ended'].append(event)
                     if event['event'] == 'pool.held' and isinstance(event.get('pool'), str):
                         host['held_now'].add(event['pool'])
         self._emit(events)
@@ -800,6 +834,10 @@ class CallbackModule(CallbackBase):
                     text += {'running': ', running again', 'held': ', held back', 'stopped': ', stays stopped'}.get(
                         state, '')
                 lines.append('    %s' % text)
+            for pool_name, counts in sorted(job_counts(rec['runners_ended']).items()):
+                line = jobs_line(pool_name, counts)
+                if line:
+                    lines.append('    %s' % line)
             for pool_name in sorted(rec['held_now']):
                 pool = rec['pools'].get(pool_name)
                 if pool and pool['until']:

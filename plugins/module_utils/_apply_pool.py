@@ -30,7 +30,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
-    declarations, host_prefix, host_runner, owner_of, pool_spec, runner_name)
+    declarations, host_prefix, host_runner, owner_of, parse_runner_name, pool_spec, runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = RUNNER_ROLE
@@ -41,6 +41,8 @@ ETAGS_FILE = 'github-etags.json'
 # Runner containers created and started at once in a pass that starts several (their registrations come one
 # after the other before): the engine takes a few starts at a time well, and the last of a burst waits less.
 STARTERS = 4
+# What a failed job's record keeps of the runner's output, beside the store (the newest bytes).
+RECORD_OUTPUT_BYTES = 1024 * 1024
 
 
 def machine_id(path='/etc/machine-id'):
@@ -183,24 +185,92 @@ class PoolPass:
                 continue
             state = self.engine.inspect(occ['container_id']) or {}
             logs = self.engine.logs(occ['container_id'])
-            self._end(occ, plan_mod.took_job(logs), state)
+            self._end(occ, plan_mod.read_runner_log(logs), state, logs)
             del occupants[idx]
         for occ in vanished:
-            self._end(dict(occ, container_id=None), None, {})
+            self._end(dict(occ, container_id=None), plan_mod.read_runner_log(None), {})
 
-    def _end(self, occ, took, state):
+    def _end(self, occ, read, state, logs=None):
+        """Release an ended runner; `read`: what its log says (plan_mod.read_runner_log)."""
         started = _epoch(state.get('started_at')) or occ.get('started_at') or self.now
         finished = _epoch(state.get('finished_at')) or self.now
         self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
-                                          took_job=took, oom_killed=bool(state.get('oom_killed')),
+                                          took_job=read['took'], job=read['job'], result=read['result'],
+                                          runner_fault=read['fault'], runner_version=read['version'],
+                                          oom_killed=bool(state.get('oom_killed')),
                                           exit_code=state.get('exit_code')))
+        if self.spec.profile.records and read['result'] == 'Failed' and occ.get('container_id') \
+                and not self.check_mode:
+            self._record(occ, read, logs)
         self._forget(occ, deregister=False)
         if occ.get('runner_id') and not self.check_mode:
             self.ended_registrations.append(occ)
-        self.state, events = plan_mod.ended(self.state, self.spec.pool, took, finished - started, self.now,
-                                            self.spec.idle_timeout)
+        self.state, events = plan_mod.ended(self.state, self.spec.pool, read['took'], finished - started, self.now,
+                                            self.spec.idle_timeout, plan_mod.fault_cause(read))
         self.events.extend(events)
         self.released.append(occ['runner_name'])
+
+    # --- records of failed jobs ----------------------------------------------------------------
+
+    def _records_dir(self):
+        return os.path.join(os.path.dirname(self.jit_dir), 'records', self.spec.pool)
+
+    def _record(self, occ, read, logs):
+        """Keep a failed job's runner container as an image (its JIT file, a bind mount, never enters it) and its
+        output beside the store; not the image when its filesystem holds a runner's credentials."""
+        name = occ['runner_name']
+        data = {'runner_name': name, 'job': read['job'], 'result': read['result']}
+        denied = plan_mod.record_denied(self.engine.diff(occ['container_id']), mounts=(JIT_MOUNT,))
+        if denied:
+            self.events.append(plan_mod.event(
+                'runner.recorded', self.spec.pool, self.now, kept=False,
+                reason='its filesystem holds a runner\'s credentials or JIT config: %s' % ', '.join(denied[:5]), **data))
+            return
+        repository, tag = plan_mod.record_ref(self.spec.pool, name)
+        labels = {plan_mod.RECORD_LABEL: 'true', 'drover.role': 'record', 'drover.pool': self.spec.pool,
+                  'drover.repository': owner_of(self.spec), 'drover.runner': name, 'drover.job': read['job'] or '',
+                  'drover.result': read['result'], 'drover.slot': '', 'drover.runner-id': ''}
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        self.engine.commit(occ['container_id'], repository, tag, labels)
+        output = None
+        try:
+            _files.ensure_dir(os.path.dirname(self._records_dir()), 0o700)
+            _files.ensure_dir(self._records_dir(), 0o700)
+            output = os.path.join(self._records_dir(), '%s.log' % name)
+            fd = _files.open_file(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, 'wb') as handle:
+                handle.write((logs or '').encode('utf-8', 'replace')[-RECORD_OUTPUT_BYTES:])
+        except (IOError, OSError) as exc:
+            self.warnings.append('pool %s: the output of %s could not be kept: %s' % (self.spec.pool, name, exc))
+            output = None
+        self.events.append(plan_mod.event('runner.recorded', self.spec.pool, self.now, kept=True,
+                                          image='%s:%s' % (repository, tag), output=output, **data))
+
+    def records(self):
+        """This pool's records on the engine (of this store), oldest first."""
+        labels = {plan_mod.RECORD_LABEL: 'true', 'drover.pool': self.spec.pool}
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        return sorted(self.engine.images_labelled(labels), key=lambda r: r.get('created') or 0)
+
+    def prune_records(self):
+        """Drop the records beyond the profile's `keep` or older than its `max_age`, and all of a pool declared
+        absent, with their stored output. A pool without records makes no engine call for them."""
+        kept = self.spec.profile.records
+        if self.check_mode or (kept is None and self.spec.state != 'absent'):
+            return
+        found = self.records()
+        drop = found if self.spec.state == 'absent' else plan_mod.records_to_drop(found, kept.keep, kept.max_age,
+                                                                                  self.now)
+        for record in drop:
+            self.engine.remove_image(record['id'])
+            runner = record['labels'].get('drover.runner')
+            if runner and plan_mod.NAME_SAFE.match(runner):
+                try:
+                    os.unlink(os.path.join(self._records_dir(), '%s.log' % runner))
+                except OSError:
+                    pass
 
     def list_runners(self, occupants):
         """The pool's registrations; this host's that no slot holds are deleted. (busy ids, ok)."""
@@ -300,11 +370,20 @@ class PoolPass:
             self._started(name, runner_id, idx)
         return every
 
+    def _fresh_name(self, idx):
+        """The slot's next runner name: never that of the runner that held it before, even when two passes fall
+        within one second (a name is unique on GitHub, and names a record)."""
+        at = int(self.now)
+        parsed = parse_runner_name((self.stored_slots.get(idx) or {}).get('runner_name'))
+        if parsed is not None and parsed[4] >= at:
+            at = parsed[4] + 1
+        return runner_name(self.spec, idx, at)
+
     def _register(self, idx):
         """A JIT registration for the slot's runner, its config written to a root-only file: (slot, name,
         runner id, file), or None (the pool held)."""
         spec = self.spec
-        name = runner_name(spec, idx, self.now)
+        name = self._fresh_name(idx)
         registered, ok = self._github('register runner %s' % name, self.gh.register, name, spec.runner_group_id,
                                       spec.labels, spec.work_folder)
         if not ok:
@@ -529,7 +608,8 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
     occupants = work.occupants()
     vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
                 if idx not in occupants]
-    work.collect_finished(occupants, vanished)                 # 1. collect finished
+    work.collect_finished(occupants, vanished)                 # 1. collect finished (records of failed jobs)
+    work.prune_records()
     busy_ids, listed = work.list_runners(occupants)            # 2. list runners, delete orphans
     queued = work.queued() if listed else None                  # 3. queued jobs
     decided = plan_mod.plan(spec, occupants, busy_ids, queued, work.state, now, listing_ok=listed)  # 4. plan
@@ -605,12 +685,29 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     return out
 
 
+def record_view(image, records_dir):
+    """A failed job's record as gh_runner_info shows it."""
+    labels = image['labels']
+    runner = labels.get('drover.runner') or ''
+    output = os.path.join(records_dir, labels.get('drover.pool') or '', '%s.log' % runner)
+    return {'image': image['tags'][0] if image['tags'] else image['id'], 'runner_name': runner,
+            'repository': labels.get('drover.repository'), 'job': labels.get('drover.job') or None,
+            'result': labels.get('drover.result'), 'created_at': iso(image.get('created')), 'size': image.get('size'),
+            'output': output if plan_mod.NAME_SAFE.match(runner) and os.path.isfile(output) else None}
+
+
 def info(params):
     """The gh_runner_info module's one call: the host's pools, slots and holds, read-only."""
     engine, store, lock = open_host(params, True)
     try:
         now = time.time()
-        containers = scoped(engine.list_role(ROLE), store_scope(params['store_path']))
+        scope = store_scope(params['store_path'])
+        containers = scoped(engine.list_role(ROLE), scope)
+        labels = {plan_mod.RECORD_LABEL: 'true'}
+        if scope:
+            labels[STORE_LABEL] = scope
+        records = sorted(engine.images_labelled(labels), key=lambda r: r.get('created') or 0)
+        records_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'records')
         out = []
         for row in store.pools():
             if params.get('pool') not in (None, row['pool']):
@@ -620,6 +717,7 @@ def info(params):
             held = row.get('hold_until') is not None and now < row['hold_until']
             out.append({
                 'name': row['pool'], 'owner': row['owner'],
+                'records': [record_view(r, records_dir) for r in records if r['labels'].get('drover.pool') == row['pool']],
                 'slots': [{'index': i + 1, 'runner_name': r['runner_name'], 'runner_id': r['runner_id'],
                            'container_id': r['container_id'], 'busy': bool(r['busy']),
                            'started_at': iso(r['started_at']),

@@ -227,6 +227,10 @@ POOL_OPTIONS = dict(
             add=dict(type='list', elements='str'),
             drop=dict(type='list', elements='str'),
         )),
+        records=dict(type='dict', options=dict(
+            keep=dict(type='int', default=5),
+            max_age=dict(type='int'),
+        )),
     )),
     warm=dict(type='int'),
     scale=dict(type='str', choices=['queued', 'fixed']),

@@ -14,6 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import posixpath
+import re
+
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import backoff, iso
 
 # A runner that waited this long for a job and then ended connected fine: an idle exit, not a failure.
@@ -24,6 +27,15 @@ CAUSE_IDLE_EXITS = 'idle exits'
 CAUSE_REGISTER = 'register'
 CAUSE_START = 'start'
 CAUSE_FLEET = 'fleet'
+CAUSE_RUNNER_FAULT = 'runner fault'
+
+# What a runner's log says (the runner's own lines; a hostile runner writes what it likes, so every value
+# read is bounded and printable, and nothing else of the log leaves the module).
+_RUNNING = re.compile(r'Running job: ([^\r\n]{1,200})')
+_RESULT = re.compile(r'Job ([^\r\n]{1,200}?) completed with result: ([A-Za-z]{1,20})')
+_DEPRECATED = re.compile(r'Runner version v?([0-9A-Za-z.+_-]{1,40}) is deprecated')
+_ERROR = re.compile(r'An error occur+ed: ')
+_JOB_NAME = 100
 
 
 def fresh_state():
@@ -83,10 +95,79 @@ def took_job(logs):
     return 'Running job: ' in logs
 
 
-def ended(state, pool, took, waited, now, idle_timeout=IDLE_TIMEOUT):
+def _printable(text, limit):
+    text = ''.join(c if c.isprintable() else '?' for c in text.strip())
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def read_runner_log(logs):
+    """What an ended runner's log says: {'took': took_job(logs), 'job': the job it ran (None), 'result':
+    `Job <name> completed with result: <R>`'s R (None), 'fault': None, 'deprecated' (GitHub refused the
+    runner's version, before or after a job: actions/runner#3366 cancels the job it took) or 'error' (an
+    `An error occurred:` line before any job), 'version': the deprecated version (None)}."""
+    out = {'took': took_job(logs), 'job': None, 'result': None, 'fault': None, 'version': None}
+    if not logs:
+        return out
+    running = list(_RUNNING.finditer(logs))
+    if running:
+        out['job'] = _printable(running[-1].group(1), _JOB_NAME)
+    results = list(_RESULT.finditer(logs))
+    if results:
+        out['result'] = results[-1].group(2)
+    deprecated = _DEPRECATED.search(logs)
+    error = _ERROR.search(logs)
+    if deprecated:
+        out['fault'], out['version'] = 'deprecated', deprecated.group(1)
+    elif error and (not running or error.start() < running[0].start()):
+        out['fault'] = 'error'
+    return out
+
+
+# What a failed job's record must not hold: the names a runner keeps its credentials and its JIT config under.
+# A record whose filesystem diff has one is not kept.
+RECORD_DENY = ('.jitconfig', '.credentials', '.credentials_rsaparams', '.runner')
+RECORD_REPOSITORY = 'drover-record'
+RECORD_LABEL = 'drover.record'
+# A runner name as a file name (what a record's label says is checked before it names a file).
+NAME_SAFE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z')
+
+
+def record_denied(paths, mounts=()):
+    """The paths of a runner's filesystem diff that keep a record from being kept (sorted). `mounts`: where the
+    container's bind mounts are (the JIT config's): the engine lists each mount point as added, and commits it
+    empty, never what is mounted there."""
+    return sorted(p for p in paths or () if p not in mounts and (
+        posixpath.basename(p) in RECORD_DENY or 'jitconfig' in p.lower()))
+
+
+def record_ref(pool, runner_name):
+    """(repository, tag) of a failed job's record: drover-record/<pool>:<runner> (a repository is lower case)."""
+    return '%s/%s' % (RECORD_REPOSITORY, pool.lower()), runner_name
+
+
+def records_to_drop(records, keep, max_age, now):
+    """The records (dicts with `created`, epoch) beyond the newest `keep`, or older than `max_age` seconds."""
+    newest = sorted(records, key=lambda r: -(r.get('created') or 0))
+    return [r for i, r in enumerate(newest)
+            if i >= keep or (max_age is not None and now - (r.get('created') or 0) > max_age)]
+
+
+def fault_cause(read):
+    """The hold cause of a runner fault (`read`: read_runner_log's), naming the version; None without one."""
+    if read.get('fault') == 'deprecated':
+        return '%s: version %s deprecated' % (CAUSE_RUNNER_FAULT, read['version'])
+    if read.get('fault') == 'error':
+        return '%s: an error before any job' % CAUSE_RUNNER_FAULT
+    return None
+
+
+def ended(state, pool, took, waited, now, idle_timeout=IDLE_TIMEOUT, fault=None):
     """The pool's state after one of its runners ended. `took`: took_job(logs); `waited`: seconds it ran;
-    `idle_timeout`: the pool's (IDLE_TIMEOUT by default)."""
+    `idle_timeout`: the pool's (IDLE_TIMEOUT by default); `fault`: fault_cause(...) of its log, which holds
+    the pool as a runner that took no job does, even after it took one (a deprecated runner cancels it)."""
     out = dict(state)
+    if fault:
+        return hold(out, pool, fault, now, 'the runner failed: %s' % fault[len(CAUSE_RUNNER_FAULT) + 2:])
     if took is None:
         return out, []
     if took:

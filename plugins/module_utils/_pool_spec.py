@@ -35,7 +35,11 @@ MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
-                                             'pull', 'registry_auth', 'capabilities'))
+                                             'pull', 'registry_auth', 'capabilities', 'records'))
+# Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
+Records = collections.namedtuple('Records', ('keep', 'max_age'))
+RECORDS_KEEP = 5
+RECORDS_MAX_KEEP = 100
 PULL_POLICIES = ('missing', 'always', 'never')
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
@@ -90,7 +94,7 @@ def _profile(raw, allow_host_network=False):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
                      {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth',
-                      'capabilities'})
+                      'capabilities', 'records'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -125,7 +129,26 @@ def _profile(raw, allow_host_network=False):
     if auth is not None and auth.ecr:
         raise SpecError('profile.registry_auth.ecr is not supported for runner images: give username and password')
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
-                   pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'))
+                   pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')))
+
+
+def records(raw):
+    """profile.records: None (no records), or Records(keep, max_age)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise SpecError('profile.records must be a mapping with keep and max_age, got %r' % (raw,))
+    unknown = sorted(set(k for k, v in raw.items() if v is not None) - {'keep', 'max_age'})
+    if unknown:
+        raise SpecError('profile.records has unsupported keys: %s' % ', '.join(unknown))
+    keep = raw.get('keep')
+    keep = RECORDS_KEEP if keep is None else keep
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1 or keep > RECORDS_MAX_KEEP:
+        raise SpecError('profile.records.keep must be a whole number from 1 to %d, got %r' % (RECORDS_MAX_KEEP, keep))
+    max_age = raw.get('max_age')
+    if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, int) or max_age < 60):
+        raise SpecError('profile.records.max_age must be a whole number of seconds, at least 60, got %r' % (max_age,))
+    return Records(keep, max_age)
 
 
 def parse_utc(value, field):

@@ -41,7 +41,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 pools:
-  description: Each pool with C(name), C(owner), C(slots) and C(hold).
+  description: Each pool with C(name), C(owner), C(slots), C(hold) and C(records).
   returned: always
   type: list
   elements: dict
@@ -59,6 +59,13 @@ pools:
     hold:
       description: C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
       type: dict
+    records:
+      description:
+        - The pool's records of failed jobs (O(drover.fleet.gh_runner_slot#module:profile.records)), oldest first, each
+          with C(image), C(runner_name), C(repository), C(job), C(result), C(created_at), C(size) (bytes) and
+          C(output) (the stored output's path, null when it is gone).
+      type: list
+      elements: dict
 '''
 
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs

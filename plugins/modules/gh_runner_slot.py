@@ -240,6 +240,27 @@ options:
             description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
             type: list
             elements: str
+      records:
+        description:
+          - Records of failed jobs. When a runner's job ends with C(Failed), its stopped container is committed as the
+            image C(drover-record/<pool>:<runner>) (labelled with the repository, the job and the result) before it
+            is removed, and the runner's output (its newest 1 MiB) is written, mode 0600, to
+            C(<store dir>/records/<pool>/<runner>.log). The JIT config, a bind mount, never enters a record; a
+            record whose filesystem diff holds a runner's credentials or a JIT config (a path named C(.jitconfig),
+            C(.credentials), C(.credentials_rsaparams) or C(.runner)) is not kept, and the C(runner.recorded) event
+            says why. The slot is free in the same pass.
+          - The oldest records beyond O(profile.records.keep), or older than O(profile.records.max_age), are
+            removed after each pass; a pool declared absent removes its records. M(drover.fleet.gh_runner_info)
+            lists them.
+        type: dict
+        suboptions:
+          keep:
+            description: How many records the pool keeps (the newest), 1 to 100.
+            type: int
+            default: 5
+          max_age:
+            description: Seconds a record is kept at most (60 or more); unset, no age limit.
+            type: int
   warm:
     description: Idle runners kept ready for jobs not queued yet (with O(scale=queued)).
     type: int
@@ -434,7 +455,9 @@ queued:
   type: int
 events:
   description:
-    - C(runner.started), C(runner.ended) (with C(took_job), C(oom_killed), C(exit_code)), C(runner.stopped),
+    - C(runner.started), C(runner.ended) (with C(took_job), C(job), C(result), C(runner_fault), C(runner_version),
+      C(oom_killed), C(exit_code)), C(runner.recorded) (a failed job's record, with C(kept), C(image), C(output), or
+      C(reason) when not kept), C(runner.stopped),
       C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited),
       C(github.error) (a GitHub request that failed otherwise, with C(call), C(status) and C(error); the pass
       decides nothing from a listing it could not read).

@@ -101,10 +101,12 @@ def standin(request):
 
 @pytest.fixture
 def pool_name(engine):
-    """A runner pool of this test's own; its runner containers are removed afterwards."""
+    """A runner pool of this test's own; its runner containers and records are removed afterwards."""
     name = 'p%s' % uuid.uuid4().hex[:8]
     yield name
     remove_labelled(engine, 'drover.pool', name)
+    for image in engine.images.list(filters={'label': ['drover.record=true', 'drover.pool=%s' % name]}):
+        engine.images.remove(image.id, force=True)
 
 
 def remove_labelled(engine, label, value):

@@ -132,7 +132,7 @@ def test_twenty_hosts_one_recap_line_each_and_one_run_id(engine, cluster, tmp_pa
 
 def pool_inventory(tmp_path, standin, pool_name, hosts, path):
     """Each host: a store of its own, one pool of REPO with one warm runner; the FAILING hosts' runners end at once
-    without a job."""
+    without a job, with an error (a runner fault)."""
     out = {}
     for name in hosts:
         env = {'DROVER_JOB_SECONDS': '1'}
@@ -187,8 +187,11 @@ def test_a_repository_failing_on_two_hosts_is_held_on_all_20_in_the_next_pass(en
     for name in FAILING:
         line, under = recap[name]
         assert line.endswith(': events=2  slots busy=0 idle=0 free=1 starting=0 pools held=1'), line
-        assert len(under) == 2 and re.match(r'^runner \S+ of pool %s ended \(without a job\)$' % pool_name, under[0]), under
-        assert re.match(r'^pool %s \(%s\) held until \S+, cause no job$' % (pool_name, REPO), under[1]), under
+        # the runner's `An error occurred:` before any job is a runner fault
+        assert len(under) == 2 and re.match(r'^runner \S+ of pool %s ended \(without a job, runner fault: an error before '
+                                            r'any job\)$' % pool_name, under[0]), under
+        assert re.match(r'^pool %s \(%s\) held until \S+, cause runner fault: an error before any job$'
+                        % (pool_name, REPO), under[1]), under
     assert 'fleet hold: %s on 2 hosts (%s) until %s' % (REPO, ', '.join(FAILING), until) in lines, lines
     events = read_log(log, start)
     fleet = [e for e in events if e['event'] == 'fleet.held']

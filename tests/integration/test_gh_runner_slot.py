@@ -102,6 +102,47 @@ def test_queued_job_is_taken_and_its_runner_reaped(engine, standin, pool, pool_n
     assert len(r['started']) == 1 and r['pool']['hold']['until'] is None
 
 
+@pytest.mark.parametrize('mode,conclusion,result', [
+    ('normal', 'success', 'Succeeded'), ('fail-job', 'failure', 'Failed')])
+def test_a_job_s_result_is_read_into_runner_ended(engine, standin, pool, pool_name, mode, conclusion, result):
+    env = {'DROVER_RUNNER_MODE': mode}
+    job = standin.queue_job(REPO, ['self-hosted', 'linux'], name='unit tests (3.11)')
+    name = pool(warm=0, env=env, profile={'slots': 1})['started'][0]
+    wait_for(lambda: containers(engine, pool_name)[name].status == 'exited', timeout=30)
+    r = pool(warm=0, env=env, profile={'slots': 1})
+    assert r['released'] == [name]
+    ended = [e for e in r['events'] if e['event'] == 'runner.ended'][0]
+    assert (ended['took_job'], ended['job'], ended['result'], ended['runner_fault']) == (
+        True, 'unit tests (3.11)', result, None), ended
+    assert standin.jobs[job['id']]['conclusion'] == conclusion
+    assert r['pool']['hold']['until'] is None          # a failed job is the job's fault: the pool is not held
+
+
+def test_a_deprecated_runner_holds_its_pool_after_the_first_one(engine, standin, pool, pool_name, store_path):
+    # GitHub cancels the job such a runner took, then refuses the runner: without the fault read from its log
+    # the pool looks healthy (it took a job) while every queued job is cancelled.
+    env = {'DROVER_RUNNER_MODE': 'deprecated'}
+    job = standin.queue_job(REPO, ['self-hosted', 'linux'], name='build')
+    name = pool(warm=0, env=env, profile={'slots': 1})['started'][0]
+    wait_for(lambda: containers(engine, pool_name)[name].status == 'exited', timeout=30)
+    standin.queue_job(REPO, ['self-hosted', 'linux'], name='build')
+    r = pool(warm=0, env=env, profile={'slots': 1})
+    assert r['released'] == [name] and r['started'] == [], r['started']    # the second job waits
+    ended = [e for e in r['events'] if e['event'] == 'runner.ended'][0]
+    assert (ended['took_job'], ended['job'], ended['result'], ended['runner_fault'], ended['runner_version']) == (
+        True, 'build', 'Canceled', 'deprecated', '2.999.0-drover'), ended
+    assert standin.jobs[job['id']]['conclusion'] == 'cancelled'
+    cause = 'runner fault: version 2.999.0-drover deprecated'
+    assert [(e['event'], e.get('cause')) for e in r['events'] if e['event'] != 'runner.ended'] == [
+        ('runner.failed', cause), ('pool.held', cause)], r['events']
+    assert r['pool']['hold']['cause'] == cause and r['pool']['hold']['until'] is not None
+    db = sqlite3.connect(str(store_path))
+    assert db.execute('SELECT hold_cause, failures FROM pools WHERE pool = ?', (pool_name,)).fetchone() == (cause, 1)
+    db.close()
+    still = pool(warm=0, env=env, profile={'slots': 1})
+    assert still['started'] == [] and containers(engine, pool_name) == {}
+
+
 def test_a_burst_is_started_before_the_ended_runners_are_deregistered(engine, standin, pool, pool_name):
     """Reaping ended runners (a DELETE each) waits until the pass has started runners for the queued jobs; the
     result counts the pass's GitHub requests, as the stand-in saw them."""

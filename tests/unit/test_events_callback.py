@@ -748,3 +748,37 @@ def test_check_mode_events_are_marked(make_plugin, tmp_path):
     plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running')]}, check_mode=True))
     plugin.v2_runner_on_ok(task_result('web1', {'events': [task_event('task.running', task='api')]}))
     assert [(e['task'], e.get('check_mode')) for e in read_log(str(log))] == [('web', True), ('api', None)]
+
+
+def test_recap_names_each_job_s_result_runner_faults_and_counts_failed_jobs_per_pool(make_plugin):
+    def ended(name, **kw):
+        out = {'event': 'runner.ended', 'at': '2030-03-17T17:40:00Z', 'pool': kw.pop('pool', 'ci'),
+               'subject': 'pool/ci', 'runner_name': name, 'took_job': True, 'oom_killed': False}
+        out.update(kw)
+        return out
+    plugin, display = make_plugin()
+    plugin.clock = lambda: NOW
+    plugin.v2_runner_on_ok(task_result('web1', pool_result('ci', 'acme/app', ['free'], events=[
+        ended('r1', job='build', result='Succeeded'),
+        ended('r2', job='test (3.11)', result='Failed'),
+        ended('r3', job='lint', result='Canceled', runner_fault='deprecated', runner_version='2.316.1'),
+        ended('r4', took_job=False, runner_fault='error'),
+        ended('r5', pool='gpu', job='train', result='Succeeded')]), action='drover.fleet.gh_runner_slot'))
+    plugin.v2_playbook_on_stats(None)
+    lines = display.lines
+    at = lines.index([line for line in lines if line.startswith('web1 ')][0])
+    assert lines[at + 1:at + 7] == [
+        '    runner r1 of pool ci ended (job build: Succeeded)',
+        '    runner r2 of pool ci ended (job test (3.11): Failed)',
+        '    runner r3 of pool ci ended (job lint: Canceled, runner fault: version 2.316.1 deprecated)',
+        '    runner r4 of pool ci ended (without a job, runner fault: an error before any job)',
+        '    runner r5 of pool gpu ended (job train: Succeeded)',
+        '    pool ci: jobs ended=3 failed=1 canceled=1',     # pool gpu: every job succeeded, no line
+    ], lines
+
+
+def test_job_counts_only_count_runners_that_reported_a_result():
+    events = [{'event': 'runner.ended', 'pool': 'ci', 'result': r} for r in ('Succeeded', 'Failed', 'Failed', None)]
+    events.append({'event': 'runner.started', 'pool': 'ci', 'result': 'Failed'})
+    assert plugin_mod.job_counts(events) == {'ci': {'ended': 3, 'failed': 2, 'canceled': 0}}
+    assert plugin_mod.jobs_line('ci', {'ended': 2, 'failed': 0, 'canceled': 0}) is None

@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as p
+from ansible_collections.drover.fleet.plugins.module_utils import _pool_spec as p_spec
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import pool_spec, runner_name
 
 T0 = 1_800_000_000.0
@@ -430,3 +431,109 @@ def test_a_runner_that_cannot_start_in_a_burst_leaves_the_others(tmp_path):
     assert gh.deleted == [8] and os.listdir(str(jit)) == [occupants[0]['runner_name']]
     assert work.engine.removed == ['cid-%s' % name]
     assert work.state['hold_cause'] == 'start' and any('no room' in w for w in work.warnings), work.warnings
+
+
+# Real runners' logs (actions/runner issues 3366 and 3658, and the runner's own lines).
+DEPRECATED_AFTER_JOB = """\u221a Connected to GitHub
+Current runner version: '2.316.1'
+2024-06-27 15:51:23Z: Listening for Jobs
+2024-06-27 15:51:26Z: Running job: test
+2024-06-27 15:51:32Z: Job test completed with result: Canceled
+An error occured: Error: Forbidden Runner version v2.316.1 is deprecated and cannot receive messages.
+Runner listener exit with terminated error, stop the service, no retry needed.
+Exiting runner...
+"""
+DEPRECATED_BEFORE_JOB = """\u221a Connected to GitHub
+Current runner version: '2.310.0'
+Listening for Jobs
+An error occured: Runner version v2.310.0 is deprecated and cannot receive messages.
+Runner listener exit with terminated error, stop the service, no retry needed.
+"""
+SUCCEEDED = """Current runner version: '2.999.0-drover'
+2026-12-02 14:56:28Z: Listening for Jobs
+2026-12-02 14:56:29Z: Running job: build (3.11)
+2026-12-02 14:56:30Z: Job build (3.11) completed with result: Succeeded
+"""
+FAILED = SUCCEEDED.replace('Succeeded', 'Failed')
+ERROR_FIRST = 'An error occurred: the runner exited before connecting (DROVER_RUNNER_MODE=exit-now)\n'
+ERROR_IN_JOB = SUCCEEDED + 'An error occurred: Not configured. Run config.(sh/cmd) to configure the runner.\n'
+
+
+@pytest.mark.parametrize('logs,read,cause', [
+    (DEPRECATED_AFTER_JOB, {'took': True, 'job': 'test', 'result': 'Canceled', 'fault': 'deprecated',
+                            'version': '2.316.1'}, 'runner fault: version 2.316.1 deprecated'),
+    (DEPRECATED_BEFORE_JOB, {'took': False, 'job': None, 'result': None, 'fault': 'deprecated', 'version': '2.310.0'},
+     'runner fault: version 2.310.0 deprecated'),
+    (SUCCEEDED, {'took': True, 'job': 'build (3.11)', 'result': 'Succeeded', 'fault': None, 'version': None}, None),
+    (FAILED, {'took': True, 'job': 'build (3.11)', 'result': 'Failed', 'fault': None, 'version': None}, None),
+    (ERROR_FIRST, {'took': False, 'job': None, 'result': None, 'fault': 'error', 'version': None},
+     'runner fault: an error before any job'),
+    # an error after the job ran is the job's or the exit's, not a runner that cannot work
+    (ERROR_IN_JOB, {'took': True, 'job': 'build (3.11)', 'result': 'Succeeded', 'fault': None, 'version': None}, None),
+    ('Listening for Jobs\n', {'took': False, 'job': None, 'result': None, 'fault': None, 'version': None}, None),
+    (None, {'took': None, 'job': None, 'result': None, 'fault': None, 'version': None}, None),
+])
+def test_read_runner_log(logs, read, cause):
+    assert p.read_runner_log(logs) == read
+    assert p.fault_cause(read) == cause
+
+
+def test_what_a_hostile_runner_prints_is_bounded_and_printable():
+    read = p.read_runner_log('Running job: %s\x1b[2K\nRunner version v1.2.3; rm -rf / is deprecated\n' % ('j' * 500))
+    assert read['job'] == 'j' * 97 + '...' and read['fault'] is None    # the version's grammar: no match
+    read = p.read_runner_log('Running job: a\x1b[2Kb\x07\n')
+    assert read['job'] == 'a?[2Kb?'
+
+
+def test_a_deprecated_runner_holds_its_pool_though_it_took_a_job():
+    # The job it took was cancelled: a pool whose runners all do that looks healthy unless it is held.
+    state = dict(p.fresh_state(), failures=0)
+    read = p.read_runner_log(DEPRECATED_AFTER_JOB)
+    state, events = p.ended(state, 'ci', read['took'], 9, T0, fault=p.fault_cause(read))
+    assert kinds(events) == ['runner.failed', 'pool.held']
+    assert state['hold_cause'] == 'runner fault: version 2.316.1 deprecated' and state['hold_until'] == T0 + 30
+    assert events[0]['error'] == 'the runner failed: version 2.316.1 deprecated'
+    # the next one backs off as any failure does
+    state, events = p.ended(state, 'ci', True, 9, T0 + 31, fault=p.fault_cause(read))
+    assert kinds(events) == ['pool.held'] and state['failures'] == 2 and state['hold_until'] == T0 + 31 + 60
+    # a runner (started before the hold) that runs its job releases the pool
+    state, events = p.ended(state, 'ci', True, 9, T0 + 50)
+    assert kinds(events) == ['pool.released'] and state['failures'] == 0
+
+
+def test_record_denied_by_the_names_a_runner_keeps_credentials_under():
+    diff = ['/runner', '/runner/_work', '/runner/_work/out.txt', '/runner/.credentials', '/tmp/.credentials_rsaparams',
+            '/home/runner/.runner', '/tmp/copy-of-JITCONFIG.json', '/runner/credentials.txt']
+    assert p.record_denied(diff) == ['/home/runner/.runner', '/runner/.credentials', '/tmp/.credentials_rsaparams',
+                                     '/tmp/copy-of-JITCONFIG.json']
+    assert p.record_denied(['/runner/_work/a']) == [] and p.record_denied(None) == []
+    # the JIT config's mount point is listed as added, and committed empty: it does not count; a copy does
+    assert p.record_denied(['/runner', '/runner/.jitconfig', '/tmp/.jitconfig'], mounts=('/runner/.jitconfig',)) == [
+        '/tmp/.jitconfig']
+
+
+def test_records_to_drop_keeps_the_newest_within_their_age():
+    records = [{'id': str(i), 'created': T0 - 100 * i} for i in range(6)]
+    assert [r['id'] for r in p.records_to_drop(records, 3, None, T0)] == ['3', '4', '5']
+    assert [r['id'] for r in p.records_to_drop(records, 10, 250, T0)] == ['3', '4', '5']
+    assert [r['id'] for r in p.records_to_drop(records[::-1], 5, 150, T0)] == ['2', '3', '4', '5']
+    assert p.record_ref('CI', 'drover-m1-small-1-9') == ('drover-record/ci', 'drover-m1-small-1-9')
+
+
+@pytest.mark.parametrize('records,error', [
+    ({'keep': 0}, 'profile.records.keep must be a whole number from 1 to 100, got 0'),
+    ({'keep': True}, 'profile.records.keep must be a whole number from 1 to 100, got True'),
+    ({'max_age': 10}, 'profile.records.max_age must be a whole number of seconds, at least 60, got 10'),
+    ({'kept': 3}, 'profile.records has unsupported keys: kept'),
+    ('yes', "profile.records must be a mapping with keep and max_age, got 'yes'"),
+])
+def test_records_bad_input(records, error):
+    with pytest.raises(p_spec.SpecError) as exc:
+        spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 4, 'records': records})
+    assert str(exc.value) == error
+
+
+def test_records_defaults():
+    assert spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 4,
+                         'records': {}}).profile.records == p_spec.Records(5, None)
+    assert spec().profile.records is None
