@@ -56,6 +56,10 @@ done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}}
 for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
   [ -d "$dir" ] && left+=("cgroup ${dir%/}")
 done
+# Records of failed jobs (gh_runner_slot's profile.records): a test's pool takes its own with it.
+while read -r ref; do
+  [ -n "$ref" ] && left+=("record image $ref")
+done < <(docker images --filter label=drover.record=true --format '{{.Repository}}:{{.Tag}}' 2>/dev/null)
 # A task's FireLens files (its log router's configuration and socket), which go with the task.
 for dir in /run/drover/firelens/*/; do
   [ -d "$dir" ] && left+=("FireLens files ${dir%/}")
@@ -85,4 +89,4 @@ if [ ${#left[@]} -gt 0 ]; then
   printf '  %s\n' "${left[@]}" >&2
   exit 1
 fi
-echo "leaks: none (no task netns, test links, holders, test containers, task volumes or task cgroups left)"
+echo "leaks: none (no task netns, test links, holders, test containers, task volumes, task cgroups or records left)"

@@ -26,6 +26,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
 from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils import _files
+from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -199,8 +200,8 @@ class PoolPass:
                                           runner_fault=read['fault'], runner_version=read['version'],
                                           oom_killed=bool(state.get('oom_killed')),
                                           exit_code=state.get('exit_code')))
-        if self.spec.profile.records and read['result'] == 'Failed' and occ.get('container_id') \
-                and not self.check_mode:
+        if self.spec.profile is not None and self.spec.profile.records and read['result'] == 'Failed' \
+                and occ.get('container_id') and not self.check_mode:
             self._record(occ, read, logs)
         self._forget(occ, deregister=False)
         if occ.get('runner_id') and not self.check_mode:
@@ -220,24 +221,37 @@ class PoolPass:
         output beside the store; not the image when its filesystem holds a runner's credentials."""
         name = occ['runner_name']
         data = {'runner_name': name, 'job': read['job'], 'result': read['result']}
-        denied = plan_mod.record_denied(self.engine.diff(occ['container_id']), mounts=(JIT_MOUNT,))
+
+        def not_kept(reason):
+            self.events.append(plan_mod.event('runner.recorded', self.spec.pool, self.now, kept=False, reason=reason,
+                                              **data))
+        try:
+            diff = self.engine.diff(occ['container_id'])
+        except EngineError as exc:
+            self.warnings.append('pool %s: no record of %s: %s' % (self.spec.pool, name, exc))
+            return not_kept('its filesystem could not be read: %s' % exc)
+        if diff is None:
+            return not_kept('its container is gone')
+        denied = plan_mod.record_denied(diff, mounts=(JIT_MOUNT,))
         if denied:
-            self.events.append(plan_mod.event(
-                'runner.recorded', self.spec.pool, self.now, kept=False,
-                reason='its filesystem holds a runner\'s credentials or JIT config: %s' % ', '.join(denied[:5]), **data))
-            return
-        repository, tag = plan_mod.record_ref(self.spec.pool, name)
+            return not_kept('its filesystem holds a runner\'s credentials or JIT config: %s' % ', '.join(denied[:5]))
+        repository, tag = plan_mod.record_ref(self.spec.pool, name, occ['container_id'])
         labels = {plan_mod.RECORD_LABEL: 'true', 'drover.role': 'record', 'drover.pool': self.spec.pool,
                   'drover.repository': owner_of(self.spec), 'drover.runner': name, 'drover.job': read['job'] or '',
-                  'drover.result': read['result'], 'drover.slot': '', 'drover.runner-id': ''}
+                  'drover.result': read['result'], 'drover.slot': '', 'drover.runner-id': '',
+                  'drover.output': '%s.log' % tag}
         if self.scope:
             labels[STORE_LABEL] = self.scope
-        self.engine.commit(occ['container_id'], repository, tag, labels)
+        try:
+            self.engine.commit(occ['container_id'], repository, tag, labels)
+        except EngineError as exc:
+            self.warnings.append('pool %s: no record of %s: %s' % (self.spec.pool, name, exc))
+            return not_kept('it could not be committed: %s' % exc)
         output = None
         try:
             _files.ensure_dir(os.path.dirname(self._records_dir()), 0o700)
             _files.ensure_dir(self._records_dir(), 0o700)
-            output = os.path.join(self._records_dir(), '%s.log' % name)
+            output = os.path.join(self._records_dir(), labels['drover.output'])
             fd = _files.open_file(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, 'wb') as handle:
                 handle.write((logs or '').encode('utf-8', 'replace')[-RECORD_OUTPUT_BYTES:])
@@ -252,23 +266,34 @@ class PoolPass:
         labels = {plan_mod.RECORD_LABEL: 'true', 'drover.pool': self.spec.pool}
         if self.scope:
             labels[STORE_LABEL] = self.scope
-        return sorted(self.engine.images_labelled(labels), key=lambda r: r.get('created') or 0)
+        return sorted(self.engine.images_labelled(labels), key=plan_mod.record_order)
 
     def prune_records(self):
         """Drop the records beyond the profile's `keep` or older than its `max_age`, and all of a pool declared
-        absent, with their stored output. A pool without records makes no engine call for them."""
-        kept = self.spec.profile.records
+        absent, with their stored output. A present pool without records makes no engine call for them (records
+        kept before `records` was taken from its profile stay until the pool is declared absent). A record that
+        cannot be removed (a container runs from it) is a warning, and is tried again by the next pass."""
+        kept = self.spec.profile.records if self.spec.profile is not None else None
         if self.check_mode or (kept is None and self.spec.state != 'absent'):
             return
-        found = self.records()
+        try:
+            found = self.records()
+        except EngineError as exc:
+            self.warnings.append('pool %s: its records could not be listed: %s' % (self.spec.pool, exc))
+            return
         drop = found if self.spec.state == 'absent' else plan_mod.records_to_drop(found, kept.keep, kept.max_age,
                                                                                   self.now)
         for record in drop:
-            self.engine.remove_image(record['id'])
-            runner = record['labels'].get('drover.runner')
-            if runner and plan_mod.NAME_SAFE.match(runner):
+            try:
+                self.engine.remove_image(record['id'])
+            except EngineError as exc:
+                self.warnings.append('pool %s: record %s stays: %s' % (
+                    self.spec.pool, record['tags'][0] if record['tags'] else record['id'][:19], exc))
+                continue
+            output = record['labels'].get('drover.output') or ''
+            if plan_mod.NAME_SAFE.match(output):
                 try:
-                    os.unlink(os.path.join(self._records_dir(), '%s.log' % runner))
+                    os.unlink(os.path.join(self._records_dir(), output))
                 except OSError:
                     pass
 
@@ -638,9 +663,11 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
 def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     """The gh_runner_slot module's one call: one pass over `pool`, or over every pool of `pools` (one engine
     listing, one store and one host lock for all of them). Returns the result dict; raises TaskFailure."""
+    began = time.monotonic()
     mid = params.get('machine_id') or machine_id()
     declared = _declared(params, mid, github_factory)
     engine, store, lock = open_host(params, check_mode)
+    metrics_warning = None
     try:
         listing = engine.list_role(ROLE)
         scope = store_scope(params['store_path'])
@@ -662,6 +689,13 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
                    for dummy, spec, dummy, gh in declared]
         if not check_mode:
             _write_etags(etags_path, etags.used)
+            for result in results:
+                pool = {'pool': result['pool']['name']}
+                store.bump('drover_github_requests_total', pool, result['github_requests'])
+                store.bump('drover_github_not_modified_total', pool, result['github_not_modified'])
+            if params.get('metrics_path'):
+                metrics_warning = write_metrics(params['metrics_path'], store, [
+                    dict(r['pool'], queued=r['queued']) for r in results], time.monotonic() - began, clock())
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:
@@ -669,6 +703,10 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         if lock:
             lock.release()
         engine.close()
+    if metrics_warning:
+        for result in results:
+            result['warnings'].append(metrics_warning)
+            break
     if params.get('pools') is None:
         return results[0]
     out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': [],
@@ -685,15 +723,27 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     return out
 
 
+def write_metrics(directory, store, pools, seconds, now):
+    """The pools' metrics file (drover_pools.prom in `directory`): the store's counters and this pass's gauges.
+    A warning when it cannot be written (the pass is done all the same), else None."""
+    samples = store.counters() + _metrics.pool_gauges(pools, seconds, now)
+    try:
+        _metrics.write(directory, _metrics.POOLS_FILE, _metrics.render(samples, prefixes=_metrics.POOL_PREFIXES))
+    except (IOError, OSError) as exc:
+        return 'the metrics file could not be written in %s: %s' % (directory, exc)
+    return None
+
+
 def record_view(image, records_dir):
     """A failed job's record as gh_runner_info shows it."""
     labels = image['labels']
-    runner = labels.get('drover.runner') or ''
-    output = os.path.join(records_dir, labels.get('drover.pool') or '', '%s.log' % runner)
-    return {'image': image['tags'][0] if image['tags'] else image['id'], 'runner_name': runner,
+    pool, name = labels.get('drover.pool') or '', labels.get('drover.output') or ''
+    output = os.path.join(records_dir, pool, name)
+    safe = plan_mod.NAME_SAFE.match(pool) and plan_mod.NAME_SAFE.match(name)
+    return {'image': image['tags'][0] if image['tags'] else image['id'], 'runner_name': labels.get('drover.runner'),
             'repository': labels.get('drover.repository'), 'job': labels.get('drover.job') or None,
             'result': labels.get('drover.result'), 'created_at': iso(image.get('created')), 'size': image.get('size'),
-            'output': output if plan_mod.NAME_SAFE.match(runner) and os.path.isfile(output) else None}
+            'output': output if safe and os.path.isfile(output) else None}
 
 
 def info(params):
@@ -706,7 +756,7 @@ def info(params):
         labels = {plan_mod.RECORD_LABEL: 'true'}
         if scope:
             labels[STORE_LABEL] = scope
-        records = sorted(engine.images_labelled(labels), key=lambda r: r.get('created') or 0)
+        records = sorted(engine.images_labelled(labels), key=plan_mod.record_order)
         records_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'records')
         out = []
         for row in store.pools():

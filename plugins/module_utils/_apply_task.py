@@ -39,9 +39,11 @@ from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import Po
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+from ansible_collections.drover.fleet.plugins.module_utils import _metrics as metrics_mod
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, held_pools, open_host
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
@@ -67,13 +69,20 @@ HIDDEN = '********'
 
 def last_output(raw, hidden, lines=OUTPUT_LINES, limit=OUTPUT_BYTES):
     """Pure: the last `lines` lines of a container's output (bytes or text), at most `limit` bytes of them (the
-    newest), every value in `hidden` (at least 4 characters: a shorter one would hide words, not a secret) put
-    out of sight. None for no output."""
+    newest), every value in `hidden` put out of sight: the whole value, and each line of one that spans lines (the
+    tail may begin inside it), at least 4 characters (a shorter one would hide words, not a secret). A terminal's
+    line ends (CR LF) are read as LF first. None for no output."""
     if raw is None:
         return None
     text = raw.decode('utf-8', 'replace') if isinstance(raw, bytes) else raw
+    text = text.replace('\r\n', '\n')
+    values = set()
+    for value in hidden or ():
+        value = (value or '').replace('\r\n', '\n')
+        values.add(value)
+        values.update(part for part in value.split('\n'))
     # Longest first, so that a value inside another is not left half hidden.
-    for value in sorted(set(v for v in hidden if v and len(v) >= 4), key=len, reverse=True):
+    for value in sorted((v for v in values if len(v.strip()) >= 4), key=len, reverse=True):
         text = text.replace(value, HIDDEN)
     kept = text.splitlines()[-lines:]
     text = '\n'.join(kept)
@@ -877,11 +886,13 @@ def _with_exit_codes(engine, grouped, keys):
                 obs['exit_code'] = state.get('exit_code')
                 obs['oom_killed'] = state.get('oom_killed')
                 try:
-                    raw = engine.logs(obs['id'], tail=OUTPUT_LINES)
+                    # What to hide first: a container gone meanwhile keeps no output (nothing could be hidden).
+                    given = engine.given_values(obs['id'])
+                    raw = engine.logs(obs['id'], tail=OUTPUT_LINES) if given is not None else None
                 except EngineError:
                     raw = None          # a log driver the engine cannot read back: the stop is told without it
                 if raw:
-                    obs['last_output'] = last_output(raw, engine.given_values(obs['id']))
+                    obs['last_output'] = last_output(raw, given)
     return grouped
 
 
@@ -1045,6 +1056,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
+    began = time.monotonic()
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
     befores, afters = {}, {}
@@ -1121,6 +1133,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             if waiting:
                 result['warnings'] = work.warnings
                 _wait_healthy(engine, store, waiting, result, healthy_wait, clock, sleep)
+        if not check_mode and params.get('metrics_path'):
+            work.warnings.extend(write_metrics(params['metrics_path'], store, params.get('cluster'), result['tasks'],
+                                               time.monotonic() - began, clock()))
         result['warnings'] = work.warnings
         # The runner pools the host holds, for drover.fleet.runner_pools: no drain pass where none is declared
         # and none is held.
@@ -1142,6 +1157,24 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             'after': dict(('%s/%s' % k, afters[k]) for k in shown),
         }
     return result
+
+
+def write_metrics(directory, store, cluster, views, seconds, now):
+    """The tasks' metrics files of the call (drover_tasks_<cluster>.prom, one a cluster: the call's own, and each
+    cluster of its tasks): the gauges of its tasks and the store's task counters of the cluster. [warnings]."""
+    counters = store.counters()
+    # The call's cluster names a file only when it is a name (it is checked only where a task falls back to it).
+    clusters = sorted(set([cluster] if cluster and NAME_RE.match(cluster) else []) | set(v['cluster'] for v in views))
+    warnings = []
+    for name in clusters:
+        samples = metrics_mod.of_cluster(counters, name) + metrics_mod.task_gauges(
+            [v for v in views if v['cluster'] == name], seconds, now, cluster=name)
+        try:
+            metrics_mod.write(directory, metrics_mod.tasks_file(name),
+                              metrics_mod.render(samples, prefixes=metrics_mod.TASK_PREFIXES))
+        except (IOError, OSError) as exc:
+            warnings.append('the metrics file of cluster %s could not be written in %s: %s' % (name, directory, exc))
+    return warnings
 
 
 def info(params):

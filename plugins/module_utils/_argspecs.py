@@ -117,6 +117,7 @@ def ecs_task_spec():
         )),
         state=dict(type='str', choices=['running', 'healthy', 'stopped', 'absent'], default='running'),
         healthy_wait_timeout=dict(type='int'),
+        metrics_path=dict(type='path'),
         stop_reason=dict(type='str'),
         restart=dict(type='str', choices=['never', 'on-failure', 'always'], default='never'),
         pull=dict(type='str', choices=['missing', 'always', 'never'], default='missing'),
@@ -263,6 +264,7 @@ def gh_runner_slot_spec():
         pools=dict(type='list', elements='dict', options=POOL_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),
+        metrics_path=dict(type='path'),
     )
     spec.update(host_args())
     return spec

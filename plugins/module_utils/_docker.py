@@ -194,7 +194,7 @@ class Engine:
 
     def given_values(self, container_id):
         """The values a container was given beyond its image's: its environment's values (secrets, environment
-        files, credentials) less those its image sets itself, and its log options' (secret options). [] if gone."""
+        files, credentials) less those its image sets itself, and its log options' (secret options). None if gone."""
         try:
             info = self.api.inspect_container(container_id)
             try:
@@ -202,7 +202,7 @@ class Engine:
             except docker_errors.NotFound:
                 image_env = set()
         except docker_errors.NotFound:
-            return []
+            return None
         except Exception as exc:
             raise EngineError('inspect container %s: %s' % (container_id[:12], _explain(exc)))
         env = [item for item in (info.get('Config') or {}).get('Env') or () if item not in image_env]

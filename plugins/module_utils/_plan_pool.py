@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import posixpath
 import re
 
@@ -104,7 +105,7 @@ def read_runner_log(logs):
     """What an ended runner's log says: {'took': took_job(logs), 'job': the job it ran (None), 'result':
     `Job <name> completed with result: <R>`'s R (None), 'fault': None, 'deprecated' (GitHub refused the
     runner's version, before or after a job: actions/runner#3366 cancels the job it took) or 'error' (an
-    `An error occurred:` line before any job), 'version': the deprecated version (None)}."""
+    `An error occurred:` line from a runner that took no job), 'version': the deprecated version (None)}."""
     out = {'took': took_job(logs), 'job': None, 'result': None, 'fault': None, 'version': None}
     if not logs:
         return out
@@ -118,7 +119,7 @@ def read_runner_log(logs):
     error = _ERROR.search(logs)
     if deprecated:
         out['fault'], out['version'] = 'deprecated', deprecated.group(1)
-    elif error and (not running or error.start() < running[0].start()):
+    elif error and not running:
         out['fault'] = 'error'
     return out
 
@@ -140,14 +141,30 @@ def record_denied(paths, mounts=()):
         posixpath.basename(p) in RECORD_DENY or 'jitconfig' in p.lower()))
 
 
-def record_ref(pool, runner_name):
-    """(repository, tag) of a failed job's record: drover-record/<pool>:<runner> (a repository is lower case)."""
-    return '%s/%s' % (RECORD_REPOSITORY, pool.lower()), runner_name
+def record_ref(pool, runner_name, container_id):
+    """(repository, tag) of a failed job's record: drover-record/<pool>:<runner>-<container ID's first 12>, each
+    made what the engine takes (a repository part is lower-case letters and digits between single '-'; a tag at
+    most 128 characters). The container's ID keeps two runners of one name apart (a slot empty in between may
+    name its next runner in the same second)."""
+    part = re.sub(r'[^a-z0-9]+', '-', pool.lower()).strip('-') or 'pool'
+    suffix = '-' + re.sub(r'[^A-Za-z0-9]', '', container_id or '')[:12]
+    tag = runner_name
+    if len(tag) + len(suffix) > 128:
+        tag = '%s-%s' % (tag[:128 - len(suffix) - 17], hashlib.sha256(runner_name.encode('utf-8')).hexdigest()[:16])
+    return '%s/%s' % (RECORD_REPOSITORY, part), tag + suffix
+
+
+def record_order(record):
+    """Oldest first: by when the image was made (whole seconds), then by the second its runner was named (a slot's
+    runners are named in increasing seconds), then by name."""
+    runner = (record.get('labels') or {}).get('drover.runner') or ''
+    tail = runner.rsplit('-', 1)[-1]
+    return (record.get('created') or 0, int(tail) if tail.isdigit() else 0, runner)
 
 
 def records_to_drop(records, keep, max_age, now):
     """The records (dicts with `created`, epoch) beyond the newest `keep`, or older than `max_age` seconds."""
-    newest = sorted(records, key=lambda r: -(r.get('created') or 0))
+    newest = sorted(records, key=record_order, reverse=True)
     return [r for i, r in enumerate(newest)
             if i >= keep or (max_age is not None and now - (r.get('created') or 0) > max_age)]
 

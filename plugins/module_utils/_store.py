@@ -21,6 +21,7 @@ import sqlite3
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _files
+from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 
 DEFAULT_STORE_PATH = '/var/lib/drover/store.db'
 # How long a converge waits for another one to release the host lock.
@@ -113,6 +114,15 @@ MIGRATIONS = (
     ALTER TABLE link_allocations ADD COLUMN cluster TEXT;
     ALTER TABLE link_allocations ADD COLUMN task TEXT;
     CREATE INDEX link_allocations_task ON link_allocations (cluster, task)
+    """,
+    # 4 -> 5: counters for the metrics file; they only go up (each event adds to its counters as it is stored).
+    """
+    CREATE TABLE counters (
+        name   TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        value  REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (name, labels)
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -301,9 +311,33 @@ class Store:
     # --- events outbox -------------------------------------------------------------------------
 
     def add_event(self, event):
+        """Store an event and add it to its counters, in one transaction (the counters equal the events)."""
         self._writable()
-        self.db.execute('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)',
-                        (event['at'], event['event'], event.get('subject', ''), json.dumps(event, sort_keys=True)))
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            self.db.execute('INSERT INTO events (at, kind, subject, data) VALUES (?, ?, ?, ?)',
+                            (event['at'], event['event'], event.get('subject', ''), json.dumps(event, sort_keys=True)))
+            for name, labels in _metrics.event_counters(event):
+                self.bump(name, labels)
+            self.db.execute('COMMIT')
+        except Exception:
+            self.db.execute('ROLLBACK')
+            raise
+
+    # --- counters (metrics) ----------------------------------------------------------------------
+
+    def bump(self, name, labels, by=1):
+        """Add `by` (at least 0) to a counter."""
+        self._writable()
+        key = (name, json.dumps(labels, sort_keys=True))
+        # (Two statements, not an upsert: SQLite before 3.24 has none.)
+        self.db.execute('INSERT OR IGNORE INTO counters (name, labels, value) VALUES (?, ?, 0)', key)
+        self.db.execute('UPDATE counters SET value = value + ? WHERE name = ? AND labels = ?', (max(by, 0),) + key)
+
+    def counters(self):
+        """[(name, labels, value)] of every counter."""
+        return [(r['name'], json.loads(r['labels']), r['value'])
+                for r in self.db.execute('SELECT name, labels, value FROM counters ORDER BY name, labels')]
 
     # --- GPU pins --------------------------------------------------------------------------------
 

@@ -323,6 +323,14 @@ options:
       - With O(state=healthy), how many seconds the converge waits at most for the task to become C(HEALTHY).
       - V(300) when not given.
     type: int
+  metrics_path:
+    description:
+      - A directory, such as node_exporter's textfile collector's. After each converge (not in check mode) the module
+        writes C(drover_tasks_<cluster>.prom) there whole (a temporary file renamed over the old one, mode 0644), one
+        for each cluster of the call, with its tasks by last status and health, its held tasks, the pass's time, and
+        the cluster's counters kept in the store (task runs started, stops, holds), which never go down.
+      - A file that cannot be written is a warning; the converge is done all the same.
+    type: path
   stop_reason:
     description: The reason recorded when this converge stops the task; C(Task stopped) when not given. At most 255 characters, as ECS's StopTask takes.
     type: str

@@ -243,10 +243,10 @@ options:
       records:
         description:
           - Records of failed jobs. When a runner's job ends with C(Failed), its stopped container is committed as the
-            image C(drover-record/<pool>:<runner>) (labelled with the repository, the job and the result) before it
-            is removed, and the runner's output (its newest 1 MiB) is written, mode 0600, to
-            C(<store dir>/records/<pool>/<runner>.log). The JIT config, a bind mount, never enters a record; a
-            record whose filesystem diff holds a runner's credentials or a JIT config (a path named C(.jitconfig),
+            image C(drover-record/<pool>:<runner>-<container>) (the container's ID, 12 characters; labelled with the
+            repository, the job and the result) before it is removed, and the runner's output (its newest 1 MiB) is
+            written, mode 0600, to C(<store dir>/records/<pool>/<runner>-<container>.log). The JIT config, a bind
+            mount, never enters a record; a record whose filesystem diff holds a runner's credentials or a JIT config (a path named C(.jitconfig),
             C(.credentials), C(.credentials_rsaparams) or C(.runner)) is not kept, and the C(runner.recorded) event
             says why. The slot is free in the same pass.
           - The oldest records beyond O(profile.records.keep), or older than O(profile.records.max_age), are
@@ -332,6 +332,16 @@ options:
       - The call's own option, for every pool of O(pools); not an option of an entry.
     type: bool
     default: false
+  metrics_path:
+    description:
+      - A directory, such as node_exporter's textfile collector's. After each pass (not in check mode) the module
+        writes C(drover_pools.prom) there whole (a temporary file renamed over the old one, mode 0644), with the
+        gauges of the pools of this call (slots by state, queued jobs, holds with their cause, the pass's time) and the
+        host's counters kept in the store (runners started and ended by result, OOM kills, runner faults, holds by
+        cause, GitHub requests, 304 answers, rate limits and errors, events by kind), which never go down.
+      - A file that cannot be written is a warning; the pass is done all the same.
+      - The call's own option; not an option of an entry.
+    type: path
 seealso:
   - module: drover.fleet.gh_runner_info
 '''

@@ -286,10 +286,11 @@ def test_check_mode_reads_nothing_from_aws(engine, cluster, converge, store_path
 def test_a_stopped_task_keeps_its_last_output_without_the_values_it_was_given(
         engine, cluster, converge, seeded, moto_aws, store_path, module_runner):
     # The essential container prints its secret among its last lines, and exits 3: what the task keeps of its
-    # output says `boom`, never the secret, after its containers are gone.
+    # output says `boom`, never the secret, after its containers are gone. (The engine orders two streams by
+    # when their lines came: the line to stderr comes a moment after the others, to be the last.)
     values = seeded['values']
     script = 'i=0; while [ $i -lt 150 ]; do echo "line $i"; i=$((i + 1)); done; echo boom; ' \
-             'echo "the key is $S_KEY, the file says $A"; echo "to stderr" >&2; exit 3'
+             'echo "the key is $S_KEY, the file says $A"; sleep 0.3; echo "to stderr" >&2; exit 3'
     args = native(cluster, moto_aws, [web(seeded, command=['sh', '-c', 'sleep 1; ' + script])])
     first = converge(**args)
     assert first['task']['last_status'] == 'RUNNING', first['task']

@@ -58,8 +58,8 @@ def test_failed_jobs_are_recorded_the_newest_kept_and_passing_ones_leave_none(
     assert r['released'] == [names[1]]
     [recorded] = [e for e in r['events'] if e['event'] == 'runner.recorded']
     assert recorded['kept'] is True and recorded['job'] == 'job-1' and recorded['result'] == 'Failed'
-    tag = 'drover-record/%s:%s' % (pool_name, names[1])
-    assert recorded['image'] == tag
+    tag = recorded['image']
+    assert tag.startswith('drover-record/%s:%s-' % (pool_name, names[1])) and len(tag.split('-')[-1]) == 12
     assert read_back(engine, tag, '/runner/_work/app/out.txt') == b'job job-1 ran here\n'
     # its JIT config (a bind mount) never entered it: at most the empty mount point
     assert engine.containers.run(tag, entrypoint=['sh', '-c', 'cat /runner/.jitconfig 2>/dev/null | wc -c'],
@@ -69,7 +69,7 @@ def test_failed_jobs_are_recorded_the_newest_kept_and_passing_ones_leave_none(
     assert image.labels['drover.job'] == 'job-1' and image.labels['drover.result'] == 'Failed'
     # the output beside the store, root only
     output = recorded['output']
-    assert output == os.path.join(os.path.dirname(store_path), 'records', pool_name, names[1] + '.log')
+    assert output == os.path.join(os.path.dirname(store_path), 'records', pool_name, tag.split(':')[1] + '.log')
     assert stat.S_IMODE(os.stat(output).st_mode) == 0o600
     with open(output) as handle:
         assert 'Job job-1 completed with result: Failed' in handle.read()
@@ -78,14 +78,14 @@ def test_failed_jobs_are_recorded_the_newest_kept_and_passing_ones_leave_none(
     passing = run_job(engine, standin, run, pool_name, 'green', {}, profile)
     r = run({}, profile)
     assert r['released'] == [passing] and [e for e in r['events'] if e['event'] == 'runner.recorded'] == []
-    assert not any(passing in tag for tag in records_of(engine, pool_name))
+    assert sorted(i.labels['drover.runner'] for i in records_of(engine, pool_name).values()) == sorted(names)
 
     # five failures in all: the newest three stay, with their output
     names += [run_job(engine, standin, run, pool_name, 'job-%d' % n, failing, profile) for n in range(2, 5)]
     run(failing, profile)
     kept = records_of(engine, pool_name)
-    assert sorted(kept) == sorted('drover-record/%s:%s' % (pool_name, n) for n in names[2:]), sorted(kept)
-    assert sorted(os.listdir(os.path.dirname(output))) == sorted(n + '.log' for n in names[2:])
+    assert sorted(i.labels['drover.runner'] for i in kept.values()) == sorted(names[2:]), sorted(kept)
+    assert sorted(os.listdir(os.path.dirname(output))) == sorted(t.split(':')[1] + '.log' for t in kept)
     info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
     [shown] = info['pools']
     assert [(r['runner_name'], r['job'], r['result']) for r in shown['records']] == [
@@ -118,4 +118,4 @@ def test_a_record_holding_a_runner_s_credentials_is_not_kept(engine, standin, mo
     [recorded] = [e for e in r['events'] if e['event'] == 'runner.recorded']
     assert recorded['kept'] is False and '/runner/.credentials' in recorded['reason'], recorded
     assert records_of(engine, pool_name) == {}
-    assert not os.path.exists(os.path.join(os.path.dirname(store_path), 'records', pool_name, name + '.log'))
+    assert not os.path.exists(os.path.join(os.path.dirname(store_path), 'records', pool_name))

@@ -31,3 +31,37 @@ def test_at_most_64_kib_the_newest_and_no_half_line():
 def test_undecodable_bytes_and_no_output():
     assert last_output(b'caf\xe9 ok\n', []) == 'caf\ufffd ok'
     assert last_output(None, []) is None and last_output('', []) is None
+
+
+def test_a_terminal_s_line_ends_and_a_value_on_several_lines_cut_by_the_tail():
+    key = '-----BEGIN KEY-----\nAAAALINE1SECRET\nBBBBLINE2SECRET\n-----END KEY-----'
+    # the tail begins inside the value: its last lines are hidden one by one
+    assert last_output('BBBBLINE2SECRET\n-----END KEY-----\ndone\n', [key]) == '********\n********\ndone'
+    # a terminal writes CR LF: the whole value is hidden all the same
+    printed = ('key: ' + key + '\n').replace('\n', '\r\n')
+    assert last_output(printed, [key]) == 'key: ********'
+
+
+class GoneEngine:
+    """An engine whose stopped container is gone by the time the pass asks what it was given."""
+
+    def __init__(self):
+        self.asked_logs = False
+
+    def inspect(self, container_id):
+        return {'exit_code': 3, 'oom_killed': False}
+
+    def given_values(self, container_id):
+        return None
+
+    def logs(self, container_id, tail='all'):
+        self.asked_logs = True
+        return 'the secret is s3cr3t-value\n'
+
+
+def test_a_container_gone_before_its_values_are_known_keeps_no_output():
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_task import _with_exit_codes
+    engine = GoneEngine()
+    obs = {'id': 'c1', 'state': 'exited', 'labels': {'drover.container': 'main'}}
+    _with_exit_codes(engine, {('prod', 'web'): [obs]}, [('prod', 'web')])
+    assert obs['exit_code'] == 3 and 'last_output' not in obs and not engine.asked_logs

@@ -457,6 +457,7 @@ SUCCEEDED = """Current runner version: '2.999.0-drover'
 FAILED = SUCCEEDED.replace('Succeeded', 'Failed')
 ERROR_FIRST = 'An error occurred: the runner exited before connecting (DROVER_RUNNER_MODE=exit-now)\n'
 ERROR_IN_JOB = SUCCEEDED + 'An error occurred: Not configured. Run config.(sh/cmd) to configure the runner.\n'
+ERROR_THEN_JOB = 'An error occurred: the connection was reset, retrying\n' + SUCCEEDED
 
 
 @pytest.mark.parametrize('logs,read,cause', [
@@ -470,6 +471,9 @@ ERROR_IN_JOB = SUCCEEDED + 'An error occurred: Not configured. Run config.(sh/cm
      'runner fault: an error before any job'),
     # an error after the job ran is the job's or the exit's, not a runner that cannot work
     (ERROR_IN_JOB, {'took': True, 'job': 'build (3.11)', 'result': 'Succeeded', 'fault': None, 'version': None}, None),
+    # nor an error the runner got over, taking and running a job after it
+    (ERROR_THEN_JOB, {'took': True, 'job': 'build (3.11)', 'result': 'Succeeded', 'fault': None, 'version': None},
+     None),
     ('Listening for Jobs\n', {'took': False, 'job': None, 'result': None, 'fault': None, 'version': None}, None),
     (None, {'took': None, 'job': None, 'result': None, 'fault': None, 'version': None}, None),
 ])
@@ -517,7 +521,19 @@ def test_records_to_drop_keeps_the_newest_within_their_age():
     assert [r['id'] for r in p.records_to_drop(records, 3, None, T0)] == ['3', '4', '5']
     assert [r['id'] for r in p.records_to_drop(records, 10, 250, T0)] == ['3', '4', '5']
     assert [r['id'] for r in p.records_to_drop(records[::-1], 5, 150, T0)] == ['2', '3', '4', '5']
-    assert p.record_ref('CI', 'drover-m1-small-1-9') == ('drover-record/ci', 'drover-m1-small-1-9')
+    assert p.record_ref('CI', 'drover-m1-small-1-9', 'abcdef0123456789') == ('drover-record/ci',
+                                                                             'drover-m1-small-1-9-abcdef012345')
+    # made within one second: the runner's own second orders them
+    same = [{'id': n, 'created': T0, 'labels': {'drover.runner': 'drover-m1-small-1-%d' % n}} for n in (12, 10, 11)]
+    assert [r['id'] for r in p.records_to_drop(same, 2, None, T0)] == [10]
+    assert [r['id'] for r in sorted(same, key=p.record_order)] == [10, 11, 12]
+    # names the engine would refuse as a repository, and a tag past 128 characters
+    assert [p.record_ref(pool, 'r', 'c1')[0] for pool in ('ci-', 'ci_', 'a..b', 'a___b', '_')] == [
+        'drover-record/ci', 'drover-record/ci', 'drover-record/a-b', 'drover-record/a-b', 'drover-record/pool']
+    long_name = 'drover-' + 'm' * 64 + '-' + 'profile' * 8 + '-1-1800000000'
+    tag = p.record_ref('ci', long_name, 'f' * 64)[1]
+    assert len(tag) == 128 and tag.startswith(long_name[:98]) and tag.endswith('-' + 'f' * 12)
+    assert tag != p.record_ref('ci', long_name + 'x', 'f' * 64)[1]
 
 
 @pytest.mark.parametrize('records,error', [
@@ -537,3 +553,33 @@ def test_records_defaults():
     assert spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 4,
                          'records': {}}).profile.records == p_spec.Records(5, None)
     assert spec().profile.records is None
+
+
+class RecordsEngine:
+    def __init__(self):
+        self.calls = []
+
+    def images_labelled(self, labels):
+        self.calls.append(('images', labels))
+        return [{'id': 'sha256:1', 'tags': ['drover-record/gone:r1'], 'labels': {'drover.runner': 'r1'},
+                 'created': T0}]
+
+    def remove_image(self, ref):
+        self.calls.append(('remove', ref))
+        return True
+
+
+def test_a_pool_drained_without_a_profile_takes_its_records_and_one_without_records_asks_nothing(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+    store = Store(str(tmp_path / 'store.db'))
+    engine = RecordsEngine()
+    gone = pool_spec({'pool': 'gone', 'repository': 'o/r', 'state': 'absent', 'token': 't'}, 'abc123')
+    assert gone.profile is None                        # as a purge declares a pool no longer declared
+    PoolPass(gone, engine, store, None, False, T0, str(tmp_path / 'jit'), [], 'scope').prune_records()
+    assert engine.calls == [('images', {'drover.record': 'true', 'drover.pool': 'gone', 'drover.store': 'scope'}),
+                            ('remove', 'sha256:1')]
+    engine.calls = []
+    PoolPass(spec(), engine, store, None, False, T0, str(tmp_path / 'jit'), [], 'scope').prune_records()
+    assert engine.calls == []
+    store.close()

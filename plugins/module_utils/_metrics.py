@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prometheus metrics of a host: what a pass counts, and the text file node_exporter's textfile collector reads.
+
+Owns: which counter each event adds to (so that the store's counters equal its events by construction), the
+gauges of a pools pass, and the text exposition format (names, HELP and TYPE lines, escaped label values).
+The file is written whole or not at all (a temporary file renamed over it): a crash mid-write leaves the
+previous file. Must not: hold a secret (pool, cluster and task names, causes and results only).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+# name -> (type, help)
+FAMILIES = {
+    'drover_events_total': ('counter', 'Events the host reported, by kind.'),
+    'drover_runners_started_total': ('counter', 'Runners started.'),
+    'drover_runners_ended_total': ('counter', 'Runners ended, by the result of their job (no_job: they took none; '
+                                              'unknown: no log).'),
+    'drover_runners_oom_killed_total': ('counter', 'Runners the kernel killed for memory.'),
+    'drover_runner_faults_total': ('counter', 'Runners that ended with a runner fault, by fault.'),
+    'drover_pool_holds_total': ('counter', 'Holds of a pool, by cause.'),
+    'drover_github_requests_total': ('counter', 'Requests made to GitHub.'),
+    'drover_github_not_modified_total': ('counter', 'GitHub answers 304 Not Modified (not counted by its rate limit).'),
+    'drover_github_rate_limited_total': ('counter', 'Times GitHub asked for no requests until a reset.'),
+    'drover_github_errors_total': ('counter', 'GitHub requests that failed otherwise.'),
+    'drover_task_runs_total': ('counter', 'Task runs that started.'),
+    'drover_task_stops_total': ('counter', 'Task runs that stopped.'),
+    'drover_task_holds_total': ('counter', 'Times a task that keeps stopping was held back before its next run.'),
+    'drover_pool_slots': ('gauge', 'Slots of a pool by state (busy, idle, starting, free).'),
+    'drover_pool_queued_jobs': ('gauge', 'Queued jobs that match the pool (absent when the listing was not read).'),
+    'drover_pool_held': ('gauge', '1 while the pool is held, with the cause.'),
+    'drover_pools_pass_seconds': ('gauge', 'How long the last pools pass took.'),
+    'drover_pools_pass_timestamp_seconds': ('gauge', 'When the last pools pass ended (Unix time).'),
+    'drover_tasks': ('gauge', 'Tasks by last status and health.'),
+    'drover_tasks_held': ('gauge', 'Stopped tasks held back before their next run.'),
+    'drover_tasks_pass_seconds': ('gauge', 'How long the last tasks pass took.'),
+    'drover_tasks_pass_timestamp_seconds': ('gauge', 'When the last tasks pass ended (Unix time).'),
+}
+SLOT_STATES = ('busy', 'idle', 'starting', 'free')
+RESULTS = ('succeeded', 'failed', 'canceled')
+POOLS_FILE = 'drover_pools.prom'
+# What each file carries: the pools' and the tasks' families (the events' counts go with the pools).
+POOL_PREFIXES = ('drover_events_', 'drover_runner', 'drover_pool', 'drover_github_')
+TASK_PREFIXES = ('drover_task',)
+
+
+def event_counters(event):
+    """The counters (name, labels) one event adds 1 to."""
+    kind = event.get('event')
+    out = [('drover_events_total', {'event': kind})]
+    pool = {'pool': event.get('pool')} if event.get('pool') is not None else None
+    if kind == 'runner.started' and pool:
+        out.append(('drover_runners_started_total', pool))
+    elif kind == 'runner.ended' and pool:
+        took = event.get('took_job')
+        # The result line is the runner's (a job could print one): only the runner's own results are labels.
+        result = (event.get('result') or '').lower()
+        if result and result not in RESULTS:
+            result = 'other'
+        result = result or ('no_job' if took is False else 'unknown' if took is None else 'no_result')
+        out.append(('drover_runners_ended_total', dict(pool, result=result)))
+        if event.get('oom_killed'):
+            out.append(('drover_runners_oom_killed_total', pool))
+        if event.get('runner_fault'):
+            out.append(('drover_runner_faults_total', dict(pool, fault=event['runner_fault'])))
+    elif kind == 'pool.held' and pool:
+        out.append(('drover_pool_holds_total', dict(pool, cause=(event.get('cause') or '').split(':')[0])))
+    elif kind == 'github.rate_limited' and pool:
+        out.append(('drover_github_rate_limited_total', pool))
+    elif kind == 'github.error' and pool:
+        out.append(('drover_github_errors_total', pool))
+    elif kind in ('task.running', 'task.stopped', 'task.held') and event.get('task') is not None:
+        name = {'task.running': 'drover_task_runs_total', 'task.stopped': 'drover_task_stops_total',
+                'task.held': 'drover_task_holds_total'}[kind]
+        out.append((name, {'cluster': event.get('cluster'), 'task': event.get('task')}))
+    return out
+
+
+def pool_gauges(pools, seconds, now):
+    """The gauges of a pools pass: `pools`, the pass's views of its pools ({'name', 'slots': [{'state'}],
+    'hold': {'until', 'cause'}, 'queued'}). [(name, labels, value)]."""
+    out = []
+    for pool in pools:
+        states = dict((s, 0) for s in SLOT_STATES)
+        for slot in pool.get('slots') or ():
+            if slot.get('state') in states:
+                states[slot['state']] += 1
+        for state in SLOT_STATES:
+            out.append(('drover_pool_slots', {'pool': pool['name'], 'state': state}, states[state]))
+        if pool.get('queued') is not None:
+            out.append(('drover_pool_queued_jobs', {'pool': pool['name']}, pool['queued']))
+        hold = pool.get('hold') or {}
+        cause = (hold.get('cause') or '').split(':')[0]
+        out.append(('drover_pool_held', {'pool': pool['name'], 'cause': cause}, 1 if hold.get('until') else 0))
+    out.append(('drover_pools_pass_seconds', {}, round(seconds, 6)))
+    out.append(('drover_pools_pass_timestamp_seconds', {}, int(now)))
+    return out
+
+
+def task_gauges(tasks, seconds, now, cluster=None):
+    """The gauges of a tasks pass: `tasks`, the task views ({'cluster', 'last_status', 'health_status',
+    'held_until'}); `cluster`: the pass's cluster, which labels its time (each cluster's file carries its own,
+    never the same series as another file). [(name, labels, value)]."""
+    counts, held = {}, {}
+    for task in tasks:
+        key = (task['cluster'], task['last_status'], task.get('health_status') or 'UNKNOWN')
+        counts[key] = counts.get(key, 0) + 1
+        held.setdefault(task['cluster'], 0)
+        if task.get('held_until'):
+            held[task['cluster']] += 1
+    if cluster is not None:
+        held.setdefault(cluster, 0)
+        out_labels = {'cluster': cluster}
+    else:
+        out_labels = {}
+    out = [('drover_tasks', {'cluster': c, 'status': s, 'health': h}, n) for (c, s, h), n in sorted(counts.items())]
+    out += [('drover_tasks_held', {'cluster': c}, n) for c, n in sorted(held.items())]
+    out.append(('drover_tasks_pass_seconds', out_labels, round(seconds, 6)))
+    out.append(('drover_tasks_pass_timestamp_seconds', out_labels, int(now)))
+    return out
+
+
+def tasks_file(cluster):
+    """The tasks' file of a cluster (an ecs_task call converges one cluster): drover_tasks_<cluster>.prom."""
+    return 'drover_tasks_%s.prom' % cluster
+
+
+def of_cluster(samples, cluster):
+    """The samples that belong in a cluster's file: those labelled with the cluster, and those of no cluster
+    (the pass's own)."""
+    return [(n, l, v) for n, l, v in samples if l.get('cluster', cluster) == cluster]
+
+
+def _escape(value):
+    return str(value).replace('\\', '\\\\').replace('\n', '\\n').replace('"', '\\"')
+
+
+def _number(value):
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def render(samples, prefixes=None):
+    """The text exposition of `samples` [(name, labels, value)], grouped by family in FAMILIES' order; with
+    `prefixes`, only the families whose names start with one of them (a pools file does not carry the tasks')."""
+    by_name = {}
+    for name, labels, value in samples:
+        by_name.setdefault(name, []).append((labels, value))
+    lines = []
+    for name, (kind, text) in FAMILIES.items():
+        if name not in by_name or (prefixes and not name.startswith(tuple(prefixes))):
+            continue
+        lines.append('# HELP %s %s' % (name, text))
+        lines.append('# TYPE %s %s' % (name, kind))
+        for labels, value in sorted(by_name[name], key=lambda lv: sorted(lv[0].items())):
+            inner = ','.join('%s="%s"' % (k, _escape(v)) for k, v in sorted(labels.items()))
+            lines.append('%s%s %s' % (name, '{%s}' % inner if inner else '', _number(value)))
+    return '\n'.join(lines) + '\n'
+
+
+def write(directory, file_name, text):
+    """Write the file whole in `directory` (a temporary file, flushed, renamed over the old one; mode 0644, for
+    node_exporter's user). A crash mid-write leaves the previous file; the temporary one is removed on error."""
+    path = os.path.join(directory, file_name)
+    tmp = os.path.join(directory, '.%s.%d.tmp' % (file_name, os.getpid()))
+    try:
+        os.unlink(tmp)                  # left by an earlier process of the same pid that died mid-write
+    except OSError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
