@@ -35,6 +35,12 @@ from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = RUNNER_ROLE
+
+
+class CacheError(Exception):
+    """A slot's cache cannot be mounted."""
+
+
 JIT_MOUNT = '/runner/.jitconfig'
 # The listings' ETags and last answers, beside the store: the next pass asks with If-None-Match, and GitHub's
 # 304 answers do not count against the rate limit.
@@ -87,6 +93,7 @@ class PoolPass:
         # wait for one DELETE per finished runner (GitHub has mostly removed ephemeral ones by then anyway).
         self.ended_registrations = []
         self.image_ready = False        # the profile's image is on the host (checked or pulled this pass)
+        self.cache_binds = {}           # slot index -> the binds of its cache volumes, made before its runner starts
         row = store.pool(spec.pool)
         self.state = plan_mod.fresh_state()
         if row:
@@ -186,7 +193,7 @@ class PoolPass:
                 continue
             state = self.engine.inspect(occ['container_id']) or {}
             logs = self.engine.logs(occ['container_id'])
-            self._end(occ, plan_mod.read_runner_log(logs), state, logs)
+            self._end(dict(occ, idx=idx), plan_mod.read_runner_log(logs), state, logs)
             del occupants[idx]
         for occ in vanished:
             self._end(dict(occ, container_id=None), plan_mod.read_runner_log(None), {})
@@ -204,12 +211,80 @@ class PoolPass:
                 and occ.get('container_id') and not self.check_mode:
             self._record(occ, read, logs)
         self._forget(occ, deregister=False)
+        slot = occ.get('idx')
+        if slot is not None:
+            self.trim_caches(slot)
         if occ.get('runner_id') and not self.check_mode:
             self.ended_registrations.append(occ)
         self.state, events = plan_mod.ended(self.state, self.spec.pool, read['took'], finished - started, self.now,
                                             self.spec.idle_timeout, plan_mod.fault_cause(read))
         self.events.extend(events)
         self.released.append(occ['runner_name'])
+
+    # --- caches ---------------------------------------------------------------------------------
+
+    def cache_volume(self, cache, idx):
+        """The engine volume of a slot's cache: named after the store, the pool, the cache and the slot, so that a
+        store made again at the same path finds it again."""
+        return 'drover-cache-%s-%s-%s-%d' % ((self.scope or 'any')[:8], self.spec.pool, cache.name, idx + 1)
+
+    def _cache_labels(self, cache, idx):
+        labels = {'drover.role': 'cache', 'drover.pool': self.spec.pool, 'drover.cache': cache.name,
+                  'drover.slot': str(idx + 1), 'drover.cache-path': cache.path}
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        return labels
+
+    def _ensure_caches(self, idx):
+        """The binds of the slot's caches, their volumes made (labelled) when missing; a volume of that name that
+        is not this store's cache of this slot is never mounted (CacheError)."""
+        binds = []
+        for cache in self.spec.profile.caches:
+            name = self.cache_volume(cache, idx)
+            labels = self._cache_labels(cache, idx)
+            found = self.engine.volume(name)
+            if found is None:
+                self.engine.volume_create(name, 'local', {}, labels)
+            elif any(found['labels'].get(k) != v for k, v in labels.items() if k != 'drover.cache-path'):
+                raise CacheError('volume %s is not the cache %s of slot %d of this store' % (name, cache.name, idx + 1))
+            binds.append('%s:%s:rw' % (name, cache.path))
+        return binds
+
+    def trim_caches(self, idx):
+        """Trim the slot's caches to their max_size, oldest files first, while the slot is vacant (no runner
+        writes them); links are removed, never followed."""
+        for cache in self.spec.profile.caches if self.spec.profile is not None else ():
+            if not cache.max_size or self.check_mode:
+                continue
+            try:
+                found = self.engine.volume(self.cache_volume(cache, idx))
+            except EngineError as exc:
+                self.warnings.append('pool %s: cache %s of slot %d: %s' % (self.spec.pool, cache.name, idx + 1, exc))
+                continue
+            if not found or not found.get('mountpoint'):
+                continue
+            try:
+                removed = _files.trim_tree(found['mountpoint'], cache.max_size * 1024 * 1024)
+            except OSError as exc:
+                self.warnings.append('pool %s: cache %s of slot %d could not be trimmed: %s'
+                                     % (self.spec.pool, cache.name, idx + 1, exc))
+                continue
+            if removed:
+                self.events.append(plan_mod.event('cache.trimmed', self.spec.pool, self.now, cache=cache.name,
+                                                  slot=idx + 1, files=removed[0], bytes=removed[1]))
+
+    def purge_caches(self, occupants):
+        """A pool declared absent with purge_caches, once no runner is left: its caches go."""
+        if self.check_mode or self.spec.state != 'absent' or not self.spec.purge_caches or occupants:
+            return
+        labels = {'drover.role': 'cache', 'drover.pool': self.spec.pool}
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        for volume in self.engine.volumes_labelled(labels):
+            try:
+                self.engine.volume_remove(volume['name'])
+            except EngineError as exc:
+                self.warnings.append('pool %s: cache volume %s stays: %s' % (self.spec.pool, volume['name'], exc))
 
     # --- records of failed jobs ----------------------------------------------------------------
 
@@ -373,6 +448,12 @@ class PoolPass:
             self._hold(plan_mod.CAUSE_START, 'cannot start %s: image pull failed: %s'
                        % (runner_name(spec, slots[0], self.now), exc))
             return False
+        try:
+            self.cache_binds = dict((idx, self._ensure_caches(idx)) for idx in slots)
+        except (EngineError, CacheError) as exc:
+            first = runner_name(spec, slots[0], self.now)
+            self._hold(plan_mod.CAUSE_START, 'cannot start %s: its caches: %s' % (first, exc))
+            return False
         prepared = []
         for idx in slots:
             ready = self._register(idx)
@@ -453,7 +534,7 @@ class PoolPass:
             cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
-                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)],
+                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)] + self.cache_binds.get(idx, []),
                                      cap_add=spec.profile.capabilities.add, cap_drop=spec.profile.capabilities.drop)
             try:
                 self.engine.start(cid)
@@ -647,6 +728,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
     if decided.start:
         work.start_many(occupants, list(decided.start))
     work.deregister_ended()
+    work.purge_caches(occupants)
     work.save(occupants)
     return {
         'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted
@@ -734,6 +816,19 @@ def write_metrics(directory, store, pools, seconds, now):
     return None
 
 
+def cache_view(engine, volume):
+    """A slot's cache as gh_runner_info shows it, with the bytes of its files."""
+    labels = volume['labels']
+    found = engine.volume(volume['name']) or {}
+    try:
+        size = _files.tree_size(found['mountpoint']) if found.get('mountpoint') else None
+    except OSError:
+        size = None
+    slot = labels.get('drover.slot')
+    return {'name': labels.get('drover.cache'), 'slot': int(slot) if slot and slot.isdigit() else None,
+            'path': labels.get('drover.cache-path'), 'volume': volume['name'], 'size': size}
+
+
 def record_view(image, records_dir):
     """A failed job's record as gh_runner_info shows it."""
     labels = image['labels']
@@ -757,6 +852,7 @@ def info(params):
         if scope:
             labels[STORE_LABEL] = scope
         records = sorted(engine.images_labelled(labels), key=plan_mod.record_order)
+        caches = engine.volumes_labelled({'drover.role': 'cache', STORE_LABEL: scope})
         records_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'records')
         out = []
         for row in store.pools():
@@ -768,6 +864,7 @@ def info(params):
             out.append({
                 'name': row['pool'], 'owner': row['owner'],
                 'records': [record_view(r, records_dir) for r in records if r['labels'].get('drover.pool') == row['pool']],
+                'caches': [cache_view(engine, v) for v in caches if v['labels'].get('drover.pool') == row['pool']],
                 'slots': [{'index': i + 1, 'runner_name': r['runner_name'], 'runner_id': r['runner_id'],
                            'container_id': r['container_id'], 'busy': bool(r['busy']),
                            'started_at': iso(r['started_at']),

@@ -232,6 +232,14 @@ POOL_OPTIONS = dict(
             keep=dict(type='int', default=5),
             max_age=dict(type='int'),
         )),
+        caches=dict(type='list', elements='dict', options=dict(
+            name=dict(type='str', required=True),
+            path=dict(type='str', required=True),
+            scope=dict(type='str', choices=['slot', 'pool'], default='slot'),
+            mode=dict(type='str', choices=['rw', 'ro'], default='rw'),
+            max_size=dict(type='int'),
+            seed_from=dict(type='str'),
+        )),
     )),
     warm=dict(type='int'),
     scale=dict(type='str', choices=['queued', 'fixed']),
@@ -241,6 +249,7 @@ POOL_OPTIONS = dict(
     work_folder=dict(type='str'),
     state=dict(type='str', choices=['present', 'absent']),
     kill_busy=dict(type='bool'),
+    purge_caches=dict(type='bool'),
     api_url=dict(type='str'),
     token=dict(type='str', no_log=True),
     app_id=dict(type='int'),
@@ -254,7 +263,7 @@ POOL_OPTIONS = dict(
 POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
                           for k, v in POOL_OPTIONS.items())
 POOL_DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
-                     state='present', kill_busy=False, api_url='https://api.github.com', github_timeout=15)
+                     state='present', kill_busy=False, purge_caches=False, api_url='https://api.github.com', github_timeout=15)
 
 
 def gh_runner_slot_spec():

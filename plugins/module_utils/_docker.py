@@ -346,7 +346,7 @@ class Engine:
     # --- volumes ---------------------------------------------------------------------------------
 
     def volume(self, name):
-        """An engine volume: {name, driver, options, labels}; None when there is none of that name."""
+        """An engine volume: {name, driver, options, labels, mountpoint}; None when there is none of that name."""
         try:
             info = self.api.inspect_volume(name)
         except docker_errors.NotFound:
@@ -354,7 +354,7 @@ class Engine:
         except Exception as exc:
             raise EngineError('inspect volume %s: %s' % (name, _explain(exc)))
         return {'name': info.get('Name'), 'driver': info.get('Driver'), 'options': info.get('Options') or {},
-                'labels': info.get('Labels') or {}}
+                'labels': info.get('Labels') or {}, 'mountpoint': info.get('Mountpoint')}
 
     def volumes_labelled(self, labels):
         """The engine volumes that carry every label of `labels` (a mapping; a name alone: any value), each

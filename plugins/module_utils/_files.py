@@ -139,3 +139,43 @@ def _mount_command(argv):
         raise OSError('%s failed: %s' % (' '.join(argv[:1]), exc))
     if done.returncode != 0:
         raise OSError('%s %s failed: %s' % (argv[0], argv[-1], (done.stderr.strip().splitlines() or ['exit %d' % done.returncode])[-1]))
+
+
+def tree_files(root):
+    """[(path, size, mtime)] of the regular files under `root` (a directory of the host's); links are not
+    followed, and count as nothing."""
+    out = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                out.append((path, info.st_size, info.st_mtime))
+    return out
+
+
+def trim_tree(root, limit):
+    """Remove the oldest files under `root` (by modification time) until what is left is at most `limit` bytes.
+    Call it only while nothing writes there. Returns (files removed, bytes removed), or None when nothing was."""
+    files = tree_files(root)
+    total = sum(size for dummy, size, dummy in files)
+    removed, freed = 0, 0
+    for path, size, dummy in sorted(files, key=lambda f: (f[2], f[0])):
+        if total <= limit:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+        freed += size
+    return (removed, freed) if removed else None
+
+
+def tree_size(root):
+    """Bytes of the regular files under `root` (links not followed)."""
+    return sum(size for dummy, size, dummy in tree_files(root))

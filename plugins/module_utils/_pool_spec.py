@@ -35,7 +35,11 @@ MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
-                                             'pull', 'registry_auth', 'capabilities', 'records'))
+                                             'pull', 'registry_auth', 'capabilities', 'records', 'caches'))
+# A cache: a named volume mounted at `path` in each runner of the pool (scope slot: a volume of each slot's own,
+# written by one runner at a time); max_size in MiB, trimmed while its slot is vacant.
+Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_size'))
+CACHES_MAX = 16
 # Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
 Records = collections.namedtuple('Records', ('keep', 'max_age'))
 RECORDS_KEEP = 5
@@ -44,15 +48,15 @@ PULL_POLICIES = ('missing', 'always', 'never')
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
     'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id',
-    'hold_until'))
+    'hold_until', 'purge_caches'))
 Auth = collections.namedtuple('Auth', ('token', 'app_id', 'app_private_key', 'installation_id'))
 
 
 # The options one pool of a `pools` list may set; the call's own options are the default of each.
 POOL_KEYS = frozenset((
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'warm', 'scale', 'idle_timeout',
-    'name_prefix', 'machine_id', 'work_folder', 'state', 'kill_busy', 'hold_until', 'api_url', 'token', 'app_id',
-    'app_private_key', 'installation_id', 'github_timeout'))
+    'name_prefix', 'machine_id', 'work_folder', 'state', 'kill_busy', 'purge_caches', 'hold_until', 'api_url', 'token',
+    'app_id', 'app_private_key', 'installation_id', 'github_timeout'))
 
 
 def owner_of(spec):
@@ -94,7 +98,7 @@ def _profile(raw, allow_host_network=False):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
                      {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth',
-                      'capabilities', 'records'})
+                      'capabilities', 'records', 'caches'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -129,7 +133,52 @@ def _profile(raw, allow_host_network=False):
     if auth is not None and auth.ecr:
         raise SpecError('profile.registry_auth.ecr is not supported for runner images: give username and password')
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
-                   pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')))
+                   pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')),
+                   caches(raw.get('caches')))
+
+
+def caches(raw):
+    """profile.caches: a tuple of Cache."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > CACHES_MAX:
+        raise SpecError('profile.caches must be a list of at most %d caches' % CACHES_MAX)
+    out, names, paths = [], set(), set()
+    for i, item in enumerate(raw):
+        at = 'profile.caches[%d]' % i
+        if not isinstance(item, dict):
+            raise SpecError('%s must be a mapping with name and path' % at)
+        unknown = sorted(set(k for k, v in item.items() if v is not None) -
+                         {'name', 'path', 'scope', 'mode', 'max_size', 'seed_from'})
+        if unknown:
+            raise SpecError('%s has unsupported keys: %s' % (at, ', '.join(unknown)))
+        name = check_name(item.get('name'), '%s.name' % at)
+        path = item.get('path')
+        if not isinstance(path, str) or not path.startswith('/') or path.rstrip('/') == '' or \
+                any(c in path for c in ':,\n') or any(p in ('.', '..') for p in path.split('/')):
+            raise SpecError('%s.path must be an absolute path in the runner other than /, without : , . or .., '
+                            'got %r' % (at, path))
+        scope = item.get('scope') or 'slot'
+        mode = item.get('mode') or 'rw'
+        if scope != 'slot':
+            raise SpecError('%s.scope %r: only slot caches (a volume of each slot\'s own) are supported; a pool '
+                            'snapshot (scope pool, seed_from) is not yet' % (at, scope))
+        if mode != 'rw':
+            raise SpecError('%s.mode must be rw for a slot cache (its slot\'s runner is its one writer), got %r'
+                            % (at, mode))
+        if item.get('seed_from') is not None:
+            raise SpecError('%s.seed_from is for a pool snapshot, which is not supported yet' % at)
+        max_size = item.get('max_size')
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1):
+            raise SpecError('%s.max_size must be a whole number of MiB, at least 1, got %r' % (at, max_size))
+        if name in names:
+            raise SpecError('%s.name %s is given twice' % (at, name))
+        if path.rstrip('/') in paths:
+            raise SpecError('%s.path %s is given twice' % (at, path))
+        names.add(name)
+        paths.add(path.rstrip('/'))
+        out.append(Cache(name, path.rstrip('/'), scope, mode, max_size))
+    return tuple(out)
 
 
 def records(raw):
@@ -259,4 +308,4 @@ def pool_spec(params, machine_id):
         idle_timeout=idle_timeout, name_prefix=prefix, work_folder=params.get('work_folder') or '_work',
         state=state, kill_busy=bool(params.get('kill_busy')), api_url=api_url,
         auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id,
-        hold_until=parse_utc(params.get('hold_until'), 'hold_until'))
+        hold_until=parse_utc(params.get('hold_until'), 'hold_until'), purge_caches=bool(params.get('purge_caches')))

@@ -41,7 +41,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 pools:
-  description: Each pool with C(name), C(owner), C(slots), C(hold) and C(records).
+  description: Each pool with C(name), C(owner), C(slots), C(hold), C(records) and C(caches).
   returned: always
   type: list
   elements: dict
@@ -59,6 +59,12 @@ pools:
     hold:
       description: C(until) and C(cause) while held, and the C(failures) and C(idle_exits) streaks.
       type: dict
+    caches:
+      description:
+        - The pool's caches (O(drover.fleet.gh_runner_slot#module:profile.caches)), one a slot, each with C(name),
+          C(slot), C(path), C(volume) and C(size) (bytes of its files; null when its volume cannot be read).
+      type: list
+      elements: dict
     records:
       description:
         - The pool's records of failed jobs (O(drover.fleet.gh_runner_slot#module:profile.records)), oldest first, each

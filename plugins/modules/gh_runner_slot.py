@@ -115,6 +115,9 @@ options:
       kill_busy:
         description: As O(kill_busy).
         type: raw
+      purge_caches:
+        description: As O(purge_caches).
+        type: raw
       api_url:
         description: As O(api_url).
         type: raw
@@ -240,6 +243,45 @@ options:
             description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
             type: list
             elements: str
+      caches:
+        description:
+          - Caches that outlive the pool's ephemeral runners. Each is an engine volume of each slot's own
+            (C(drover-cache-<store>-<pool>-<name>-<slot>), labelled with the store, the pool, the cache and the slot),
+            made when the slot's first runner starts and mounted read-write at O(profile.caches[].path) in every
+            runner of that slot, one at a time; another pool, or another slot, never sees it.
+          - O(profile.caches[].max_size) (MiB) is kept after each runner ends, while its slot is vacant, by removing
+            the oldest files (links are removed, never followed); event C(cache.trimmed).
+          - A store made again at the same path finds its caches again by name and labels. A pool declared absent
+            keeps its caches unless O(purge_caches). M(drover.fleet.gh_runner_info) shows each cache's size.
+          - A pool snapshot shared read-only by every slot (C(scope=pool), C(mode=ro), C(seed_from)) is not supported
+            yet, and is refused naming the field.
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description: The cache's name, unique in the profile.
+            type: str
+            required: true
+          path:
+            description: Where the runner sees it (an absolute path other than C(/)).
+            type: str
+            required: true
+          scope:
+            description: V(slot), a volume of each slot's own (the only one supported yet).
+            type: str
+            choices: [slot, pool]
+            default: slot
+          mode:
+            description: V(rw) (a slot's cache has its runner as its one writer).
+            type: str
+            choices: [rw, ro]
+            default: rw
+          max_size:
+            description: MiB the cache keeps at most, trimmed while its slot is vacant.
+            type: int
+          seed_from:
+            description: For a pool snapshot (not supported yet).
+            type: str
       records:
         description:
           - Records of failed jobs. When a runner's job ends with C(Failed), its stopped container is committed as the
@@ -302,6 +344,12 @@ options:
     default: present
   kill_busy:
     description: With O(state=absent), kill busy runners too; their registrations are deleted by a later orphan cleanup.
+    type: bool
+    default: false
+  purge_caches:
+    description:
+      - With O(state=absent), remove the pool's caches (O(profile.caches)) once no runner of it is left; without it
+        they stay, for a pool declared again.
     type: bool
     default: false
   api_url:

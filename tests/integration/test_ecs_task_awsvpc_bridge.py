@@ -60,9 +60,9 @@ def http_get(port):
 
 def snapshot(engine, store_path, cluster):
     """What a task network can leave: the cluster's containers (holders carry the cluster too), namespaces,
-    links, and the store's rows but the task records and events."""
+    links, and the store's rows but the task records, events and their counters."""
     snap = net_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
-    snap['store'] = {k: v for k, v in (snap['store'] or {}).items() if k not in ('tasks', 'events', 'sqlite_sequence')}
+    snap['store'] = {k: v for k, v in (snap['store'] or {}).items() if k not in ('tasks', 'events', 'counters', 'sqlite_sequence')}
     return snap
 
 

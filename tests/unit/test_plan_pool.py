@@ -583,3 +583,55 @@ def test_a_pool_drained_without_a_profile_takes_its_records_and_one_without_reco
     PoolPass(spec(), engine, store, None, False, T0, str(tmp_path / 'jit'), [], 'scope').prune_records()
     assert engine.calls == []
     store.close()
+
+
+def cache_spec(caches):
+    return spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 4, 'caches': caches})
+
+
+def test_caches_taken():
+    got = cache_spec([{'name': 'deps', 'path': '/home/runner/.cache/', 'max_size': 200},
+                      {'name': 'tools', 'path': '/opt/hostedtoolcache', 'scope': 'slot', 'mode': 'rw'}]).profile.caches
+    assert got == (p_spec.Cache('deps', '/home/runner/.cache', 'slot', 'rw', 200),
+                   p_spec.Cache('tools', '/opt/hostedtoolcache', 'slot', 'rw', None))
+    assert spec().profile.caches == ()
+
+
+@pytest.mark.parametrize('caches,error', [
+    ([{'name': 'deps', 'path': 'cache'}], "profile.caches[0].path must be an absolute path in the runner other than /, "
+                                          "without : , . or .., got 'cache'"),
+    ([{'name': 'deps', 'path': '/'}], "profile.caches[0].path must be an absolute path"),
+    ([{'name': 'deps', 'path': '/c:/etc'}], "profile.caches[0].path must be an absolute path"),
+    ([{'name': 'deps', 'path': '/c/../etc'}], "profile.caches[0].path must be an absolute path"),
+    ([{'name': 'deps', 'path': '/a'}, {'name': 'deps', 'path': '/b'}], 'profile.caches[1].name deps is given twice'),
+    ([{'name': 'a', 'path': '/c'}, {'name': 'b', 'path': '/c/'}], 'profile.caches[1].path /c/ is given twice'),
+    ([{'name': 'deps', 'path': '/c', 'mode': 'ro'}], "profile.caches[0].mode must be rw for a slot cache"),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool'}], "profile.caches[0].scope 'pool': only slot caches"),
+    ([{'name': 'deps', 'path': '/c', 'max_size': 0}], 'profile.caches[0].max_size must be a whole number of MiB'),
+    ([{'name': 'deps', 'path': '/c', 'size': 1}], 'profile.caches[0] has unsupported keys: size'),
+    ('deps', 'profile.caches must be a list of at most 16 caches'),
+])
+def test_caches_bad_input(caches, error):
+    with pytest.raises(p_spec.SpecError) as exc:
+        cache_spec(caches)
+    assert str(exc.value).startswith(error), str(exc.value)
+
+
+def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    root = tmp_path / 'cache'
+    (root / 'a').mkdir(parents=True)
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    (outside / 'precious').write_bytes(b'x' * 5000)
+    for i, name in enumerate(('a/old', 'a/mid', 'new')):
+        path = root / name
+        path.write_bytes(b'y' * 1000)
+        os.utime(str(path), (T0 + i, T0 + i))
+    os.symlink(str(outside), str(root / 'link'))
+    os.symlink(str(outside / 'precious'), str(root / 'a' / 'file-link'))
+    assert _files.tree_size(str(root)) == 3000
+    assert _files.trim_tree(str(root), 1500) == (2, 2000)
+    assert sorted(os.listdir(str(root / 'a'))) == ['file-link'] and (root / 'new').exists()
+    assert (outside / 'precious').read_bytes() == b'x' * 5000
+    assert _files.trim_tree(str(root), 1500) is None

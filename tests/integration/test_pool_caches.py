@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+"""Caches of runner pools (profile.caches) on the real engine, against the GitHub stand-in, with jobs that run
+scripts: a slot's cache outlives its ephemeral runners, another pool never sees it, max_size is kept while the slot
+is vacant, and a store made again finds the caches by their labels."""
+
+from __future__ import absolute_import, division, print_function
+
+import http.server
+import os
+import re
+import threading
+import time
+import uuid
+
+import pytest
+
+from helpers import wait_for
+from sweep import register
+
+RUNNER_IMAGE = 'drover.local/runner:1'
+TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)
+REPO = 'octo/app'
+MIB = 1024 * 1024
+SIZE = 200 * MIB
+RATE = 20 * MIB                     # bytes a second
+
+
+class Upstream:
+    """A local download server (a package index, a toolchain mirror) that serves one file of SIZE bytes at RATE,
+    counting what it served."""
+
+    def __init__(self):
+        self.served = 0
+        upstream = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):                       # noqa: N802 (the handler's name)
+                self.send_response(200)
+                self.send_header('Content-Length', str(SIZE))
+                self.end_headers()
+                chunk = b'\0' * MIB
+                started = time.monotonic()
+                sent = 0
+                while sent < SIZE:
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
+                    upstream.served += len(chunk)
+                    ahead = sent / float(RATE) - (time.monotonic() - started)
+                    if ahead > 0:
+                        time.sleep(ahead)
+
+            def log_message(self, *args):
+                pass
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = 'http://127.0.0.1:%d/big' % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def upstream():
+    server = Upstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cache_volumes(engine):
+    made = []
+    yield made
+    for name in made:
+        for volume in engine.volumes.list(filters={'label': 'drover.pool=%s' % name}):
+            volume.remove(force=True)
+
+
+def pool_runner(module_runner, standin, store_path, pool, caches, slots=1):
+    def run(**kw):
+        params = dict(pool=pool, labels=['self-hosted', pool], token=TOKEN, api_url=standin.url,
+                      store_path=store_path, machine_id='mid' + pool, warm=0, allow_host_network=True,
+                      repository=REPO, profile=dict(name='small', image=RUNNER_IMAGE, slots=slots, network_mode='host',
+                                                    memory=512, caches=caches,
+                                                    environment={'DROVER_JOB_SECONDS': '0.1'}))
+        params.update(kw)
+        return module_runner('gh_runner_slot', params)
+    return run
+
+
+def job(engine, standin, run, pool, script, name='job'):
+    """Queue a job with `script`, run its runner to its end: (the runner's output, the pass's result that
+    collected it)."""
+    standin.queue_job(REPO, ['self-hosted', pool], name=name, script=script)
+    started = run()['started']
+    assert len(started) == 1, started
+    box = engine.containers.get(started[0])
+    wait_for(lambda: box.reload() or box.status == 'exited', timeout=120)
+    output = box.logs().decode('utf-8', 'replace')
+    collected = run()
+    assert collected['released'] == started, collected['released']
+    return output, collected
+
+
+FETCH = ('if [ -f /cache/big ]; then echo "cache: hit"; else echo "cache: miss"; '
+         'wget -q -O /cache/big %s || exit 1; fi; time cp /cache/big /tmp/big; test "$(wc -c < /tmp/big)" -eq %d')
+
+
+def restore_seconds(output):
+    found = re.search(r'real\s+(\d+)m\s*([\d.]+)s', output)
+    assert found, output
+    return int(found.group(1)) * 60 + float(found.group(2))
+
+
+def test_a_slot_s_cache_outlives_its_runners_and_another_pool_never_sees_it(
+        engine, standin, module_runner, store_path, pool_name, upstream, cache_volumes, tmp_path):
+    other = pool_name + 'b'
+    cache_volumes.extend([pool_name, other])
+    caches = [{'name': 'deps', 'path': '/cache'}]
+    run = pool_runner(module_runner, standin, store_path, pool_name, caches)
+    script = FETCH % (upstream.url, SIZE)
+
+    began = time.monotonic()
+    first, dummy = job(engine, standin, run, pool_name, script, 'first')
+    assert 'cache: miss' in first and time.monotonic() - began >= SIZE / RATE, first
+    assert upstream.served == SIZE
+    second, collected = job(engine, standin, run, pool_name, script, 'second')
+    assert 'cache: hit' in second and restore_seconds(second) < 1.0, second
+    assert upstream.served == SIZE                               # nothing fetched again
+    ended = [e for e in collected['events'] if e['event'] == 'runner.ended'][0]
+    assert ended['result'] == 'Succeeded'
+
+    # another pool, a cache of the same name and path: a volume of its own, empty
+    run_b = pool_runner(module_runner, standin, store_path, other, caches)
+    seen, collected = job(engine, standin, run_b, other, 'ls -A /cache; test ! -e /cache/big', 'other')
+    assert [e for e in collected['events'] if e['event'] == 'runner.ended'][0]['result'] == 'Succeeded', seen
+
+    info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
+    [shown] = info['pools'][0]['caches']
+    assert (shown['name'], shown['slot'], shown['path'], shown['size']) == ('deps', 1, '/cache', SIZE)
+
+    # the store lost: the next runner of the slot finds the cache again by its labels
+    for suffix in ('', '-wal', '-shm'):
+        if os.path.exists(store_path + suffix):
+            os.unlink(store_path + suffix)
+    third, dummy = job(engine, standin, run, pool_name, script, 'third')
+    assert 'cache: hit' in third and upstream.served == SIZE, third
+
+    # drained without purge_caches: the cache stays; with it, it goes
+    run(state='absent')
+    assert [v.name for v in engine.volumes.list(filters={'label': 'drover.pool=%s' % pool_name})]
+    run(state='absent', purge_caches=True)
+    assert engine.volumes.list(filters={'label': 'drover.pool=%s' % pool_name}) == []
+
+
+def test_max_size_is_kept_while_the_slot_is_vacant(engine, standin, module_runner, store_path, pool_name,
+                                                   cache_volumes):
+    cache_volumes.append(pool_name)
+    run = pool_runner(module_runner, standin, store_path, pool_name, [{'name': 'deps', 'path': '/cache', 'max_size': 2}])
+    script = ('for f in one two three; do dd if=/dev/zero of=/cache/$f bs=1024 count=1024 2>/dev/null; '
+              'sleep 1.1; done; ln -s / /cache/root')
+    dummy, collected = job(engine, standin, run, pool_name, script)
+    [trimmed] = [e for e in collected['events'] if e['event'] == 'cache.trimmed']
+    assert (trimmed['cache'], trimmed['slot'], trimmed['files'], trimmed['bytes']) == ('deps', 1, 1, MIB)
+    listing, dummy = job(engine, standin, run, pool_name, 'ls /cache')
+    names = listing.split()
+    assert 'one' not in names and 'two' in names and 'three' in names, listing
+    info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
+    assert info['pools'][0]['caches'][0]['size'] == 2 * MIB
+    assert os.path.isdir('/etc')                                    # the link was never followed
