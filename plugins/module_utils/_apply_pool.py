@@ -634,17 +634,10 @@ def _read_etags(path):
 
 def _write_etags(path, entries):
     """Keep the listings' ETags for the next pass (root-only, replaced whole; a failure only costs requests)."""
-    tmp = '%s.%d' % (path, os.getpid())
     try:
-        fd = _files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as handle:
-            json.dump(entries, handle)
-        os.rename(tmp, path)
+        _files.write_whole(path, json.dumps(entries), mode=0o600)
     except (IOError, OSError, ValueError, TypeError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _client(spec, params, where, github_factory):
@@ -749,7 +742,7 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     mid = params.get('machine_id') or machine_id()
     declared = _declared(params, mid, github_factory)
     engine, store, lock = open_host(params, check_mode)
-    metrics_warning = None
+    metrics_warnings = []
     try:
         listing = engine.list_role(ROLE)
         scope = store_scope(params['store_path'])
@@ -776,7 +769,7 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
                 store.bump('drover_github_requests_total', pool, result['github_requests'])
                 store.bump('drover_github_not_modified_total', pool, result['github_not_modified'])
             if params.get('metrics_path'):
-                metrics_warning = write_metrics(params['metrics_path'], store, [
+                metrics_warnings = _metrics.write_pools_file(params['metrics_path'], store.counters(), [
                     dict(r['pool'], queued=r['queued']) for r in results], time.monotonic() - began, clock())
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
@@ -785,10 +778,8 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         if lock:
             lock.release()
         engine.close()
-    if metrics_warning:
-        for result in results:
-            result['warnings'].append(metrics_warning)
-            break
+    if metrics_warnings and results:
+        results[0]['warnings'].extend(metrics_warnings)
     if params.get('pools') is None:
         return results[0]
     out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': [],
@@ -803,17 +794,6 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         out['events'].extend(r['events'])
         out['warnings'].extend(r['warnings'])
     return out
-
-
-def write_metrics(directory, store, pools, seconds, now):
-    """The pools' metrics file (drover_pools.prom in `directory`): the store's counters and this pass's gauges.
-    A warning when it cannot be written (the pass is done all the same), else None."""
-    samples = store.counters() + _metrics.pool_gauges(pools, seconds, now)
-    try:
-        _metrics.write(directory, _metrics.POOLS_FILE, _metrics.render(samples, prefixes=_metrics.POOL_PREFIXES))
-    except (IOError, OSError) as exc:
-        return 'the metrics file could not be written in %s: %s' % (directory, exc)
-    return None
 
 
 def cache_view(engine, volume):

@@ -43,7 +43,6 @@ from ansible_collections.drover.fleet.plugins.module_utils import _metrics as me
 from ansible_collections.drover.fleet.plugins.module_utils._docker import (
     Engine, EngineError, EngineUnavailable, split_image)
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure, held_pools, open_host
-from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE
 from ansible_collections.drover.fleet.plugins.module_utils._store import Store, StoreError
 
 ROLE = 'task'
@@ -51,39 +50,44 @@ ROLE = 'task'
 READ_VALUES = ' values'
 
 
+HIDDEN = '********'
+
+
+def hide(text, values):
+    """`text` with every value of `values` put out of sight: the whole value, and each line of one that spans lines
+    (a text may begin or end inside it), each of at least 4 characters (a shorter one would hide words, not a
+    secret; a line, 4 besides blanks). A value's CR LF counts as LF."""
+    pieces = set()
+    for value in values or ():
+        if len(value or '') >= 4:
+            pieces.add(value)
+        value = (value or '').replace('\r\n', '\n')
+        pieces.update(p for p in [value] + value.split('\n') if len(p.strip()) >= 4)
+    # Longest first, so that a value inside another is not left half hidden.
+    for value in sorted(pieces, key=len, reverse=True):
+        text = text.replace(value, HIDDEN)
+    return text
+
+
 def scrub(text, fetched):
     """`text` with every value the run read from AWS put out of sight (the engine's errors may quote an option's
     or a variable's value)."""
-    for value in (fetched or {}).get(READ_VALUES) or ():
-        if len(value) >= 4:          # a shorter value would hide words, not a secret
-            text = text.replace(value, '********')
-    return text
+    return hide(text, (fetched or {}).get(READ_VALUES))
 
 
 # What a stopped task keeps of each exited container's output: its last lines, at most so many bytes (its
 # task.stopped event carries fewer: plan_mod.EVENT_OUTPUT_LINES).
 OUTPUT_LINES = 100
 OUTPUT_BYTES = 64 * 1024
-HIDDEN = '********'
 
 
 def last_output(raw, hidden, lines=OUTPUT_LINES, limit=OUTPUT_BYTES):
     """Pure: the last `lines` lines of a container's output (bytes or text), at most `limit` bytes of them (the
-    newest), every value in `hidden` put out of sight: the whole value, and each line of one that spans lines (the
-    tail may begin inside it), at least 4 characters (a shorter one would hide words, not a secret). A terminal's
-    line ends (CR LF) are read as LF first. None for no output."""
+    newest), every value in `hidden` put out of sight (hide). None for no output."""
     if raw is None:
         return None
     text = raw.decode('utf-8', 'replace') if isinstance(raw, bytes) else raw
-    text = text.replace('\r\n', '\n')
-    values = set()
-    for value in hidden or ():
-        value = (value or '').replace('\r\n', '\n')
-        values.add(value)
-        values.update(part for part in value.split('\n'))
-    # Longest first, so that a value inside another is not left half hidden.
-    for value in sorted((v for v in values if len(v.strip()) >= 4), key=len, reverse=True):
-        text = text.replace(value, HIDDEN)
+    text = hide(text.replace('\r\n', '\n'), hidden)       # a terminal's line ends (CR LF) read as LF
     kept = text.splitlines()[-lines:]
     text = '\n'.join(kept)
     data = text.encode('utf-8')
@@ -1134,8 +1138,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
                 result['warnings'] = work.warnings
                 _wait_healthy(engine, store, waiting, result, healthy_wait, clock, sleep)
         if not check_mode and params.get('metrics_path'):
-            work.warnings.extend(write_metrics(params['metrics_path'], store, params.get('cluster'), result['tasks'],
-                                               time.monotonic() - began, clock()))
+            work.warnings.extend(metrics_mod.write_tasks_files(params['metrics_path'], store.counters(),
+                                                               params.get('cluster'), result['tasks'],
+                                                               time.monotonic() - began, clock()))
         result['warnings'] = work.warnings
         # The runner pools the host holds, for drover.fleet.runner_pools: no drain pass where none is declared
         # and none is held.
@@ -1157,24 +1162,6 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             'after': dict(('%s/%s' % k, afters[k]) for k in shown),
         }
     return result
-
-
-def write_metrics(directory, store, cluster, views, seconds, now):
-    """The tasks' metrics files of the call (drover_tasks_<cluster>.prom, one a cluster: the call's own, and each
-    cluster of its tasks): the gauges of its tasks and the store's task counters of the cluster. [warnings]."""
-    counters = store.counters()
-    # The call's cluster names a file only when it is a name (it is checked only where a task falls back to it).
-    clusters = sorted(set([cluster] if cluster and NAME_RE.match(cluster) else []) | set(v['cluster'] for v in views))
-    warnings = []
-    for name in clusters:
-        samples = metrics_mod.of_cluster(counters, name) + metrics_mod.task_gauges(
-            [v for v in views if v['cluster'] == name], seconds, now, cluster=name)
-        try:
-            metrics_mod.write(directory, metrics_mod.tasks_file(name),
-                              metrics_mod.render(samples, prefixes=metrics_mod.TASK_PREFIXES))
-        except (IOError, OSError) as exc:
-            warnings.append('the metrics file of cluster %s could not be written in %s: %s' % (name, directory, exc))
-    return warnings
 
 
 def info(params):

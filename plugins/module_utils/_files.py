@@ -115,6 +115,34 @@ def open_file(path, flags, mode=0o600):
     return fd
 
 
+def write_whole(path, text, mode=0o600, sync=False):
+    """Replace the file at `path` whole: a temporary file beside it (never through a link), written (flushed to
+    disk with `sync`), given `mode`, renamed over it. A failure (OSError) leaves the previous file and no
+    temporary one; one left by a process of the same pid that died mid-write is replaced."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, '.%s.%d.tmp' % (name, os.getpid()))
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
 def mount_bounded(path, size_kib, inodes, mode=0o755):
     """Mount a tmpfs of its own at the directory `path` (at most `size_kib` KiB and `inodes` files; no devices,
     set-user-ID bits or programs), unless one is there already: what a container writes there through a bind

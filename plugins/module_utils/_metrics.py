@@ -15,6 +15,9 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.drover.fleet.plugins.module_utils import _files
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import NAME_RE
+
 # name -> (type, help)
 FAMILIES = {
     'drover_events_total': ('counter', 'Events the host reported, by kind.'),
@@ -165,26 +168,35 @@ def render(samples, prefixes=None):
 
 
 def write(directory, file_name, text):
-    """Write the file whole in `directory` (a temporary file, flushed, renamed over the old one; mode 0644, for
-    node_exporter's user). A crash mid-write leaves the previous file; the temporary one is removed on error."""
-    path = os.path.join(directory, file_name)
-    tmp = os.path.join(directory, '.%s.%d.tmp' % (file_name, os.getpid()))
+    """Write the file whole in `directory` (a temporary file, flushed to disk, renamed over the old one; mode 0644,
+    for node_exporter's user). A crash mid-write leaves the previous file."""
+    return _files.write_whole(os.path.join(directory, file_name), text, mode=0o644, sync=True)
+
+
+def _written(directory, file_name, samples, prefixes, what):
+    """Write one file; [] or [the warning that says it could not be] (the pass is done all the same)."""
     try:
-        os.unlink(tmp)                  # left by an earlier process of the same pid that died mid-write
-    except OSError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+        write(directory, file_name, render(samples, prefixes=prefixes))
+    except (IOError, OSError) as exc:
+        return ['%s could not be written in %s: %s' % (what, directory, exc)]
+    return []
+
+
+def write_pools_file(directory, counters, pools, seconds, now):
+    """drover_pools.prom: the store's `counters` and the gauges of a pools pass. [warnings]."""
+    return _written(directory, POOLS_FILE, counters + pool_gauges(pools, seconds, now), POOL_PREFIXES,
+                    'the metrics file')
+
+
+def write_tasks_files(directory, counters, cluster, views, seconds, now):
+    """drover_tasks_<cluster>.prom, one a cluster (the call's own, and each cluster of its tasks `views`): its
+    tasks' gauges and the store's counters of the cluster. [warnings]."""
+    # The call's cluster names a file only when it is a name (it is checked only where a task falls back to it).
+    clusters = sorted(set([cluster] if cluster and NAME_RE.match(cluster) else []) | set(v['cluster'] for v in views))
+    warnings = []
+    for name in clusters:
+        samples = of_cluster(counters, name) + task_gauges([v for v in views if v['cluster'] == name], seconds, now,
+                                                           cluster=name)
+        warnings += _written(directory, tasks_file(name), samples, TASK_PREFIXES,
+                             'the metrics file of cluster %s' % name)
+    return warnings
