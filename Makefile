@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-salt test test-suites setup venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo demo-salt test test-suites setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -52,7 +52,7 @@ demo-salt: setup salt-venv
 	$(MAKE) demo DEMO_SALT=1
 
 # The suites of `make test`, in order (TEST_SUITES='unit integration' runs some of them the same way).
-TEST_SUITES ?= setup changelog docs lint unit salt integration faults-ci molecule galaxy sanity
+TEST_SUITES ?= setup leftovers changelog docs lint unit salt integration faults-ci molecule galaxy sanity
 
 # The suites run in a make of their own; then the test registry they start (hack/registry.sh) is stopped,
 # whether they passed or failed, unless it was already running before `make test` (then it is left running).
@@ -96,6 +96,11 @@ salt: setup salt-venv
 
 engine:
 	hack/engine.sh
+
+# What a run of the suites killed midway left on this host (test clusters' and pools' containers, volumes, netns,
+# links, rules, records) is removed before the suites, each named; the leak check after each suite stays strict.
+leftovers: engine
+	hack/leaks.sh --remove
 
 hostdeps:
 	hack/hostdeps.sh

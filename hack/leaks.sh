@@ -2,91 +2,124 @@
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
 # or container of a test cluster (t + 10 hex digits, s + 10 for the Salt suite, and the molecule clusters),
-# runner container of a test pool, simulated engines of a fleet run, task volume (or shared volume of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or DNAT rule, and any GPU pin in
-# the host's default store.
+# runner container or cache volume of a test pool, simulated engines of a fleet run, task volume (or shared volume
+# of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or
+# DNAT rule, and any GPU pin in the host's default store.
+#
+# hack/leaks.sh --remove: before the suites, what an earlier run that was killed midway left (the same list) is
+# removed instead, each named; only the simulated engines and GPU pins are left to be reported.
 set -uo pipefail
+remove=0
+[ "${1:-}" = --remove ] && remove=1
+TEST_CLUSTERS='^(t[0-9a-f]{10}x?|s[0-9a-f]{10}|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$'
+TEST_POOLS='^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|sp[0-9a-f]{8}|molrun|molrec)$'
 left=()
+# A veth's peer goes with it: a link already gone counts as removed.
+del_link() { ip link delete "$1" 2>/dev/null || ! ip link show "$1" >/dev/null 2>&1; }
+# found TEXT [COMMAND...]: a thing left behind; with --remove, COMMAND removes it (none: it is only reported).
+found() {
+  local text=$1
+  shift
+  if [ "$remove" = 1 ] && [ $# -gt 0 ]; then
+    if "$@" >/dev/null 2>&1; then echo "leaks: removed what an earlier run left: $text"; return; fi
+    text="$text (could not be removed)"
+  fi
+  left+=("$text")
+}
 while read -r ns _; do
-  case $ns in drover-*|drvtest-*) left+=("netns $ns") ;; esac
+  case $ns in drover-*|drvtest-*) found "netns $ns" ip netns delete "$ns" ;; esac
 done < <(ip netns list 2>/dev/null)
 for dir in /etc/netns/drover-*; do
-  [ -e "$dir" ] && left+=("directory $dir")
+  [ -e "$dir" ] && found "directory $dir" rm -rf "$dir"
 done
 while read -r link; do
-  case $link in dv*|teni*|mol-*) left+=("link $link") ;; esac
+  case $link in dv*|teni*|mol-*) found "link $link" del_link "$link" ;; esac
 done < <(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1)
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  left+=("container $name (cluster $cluster)")
+  found "container $name (cluster $cluster)" docker rm -f "$name"
 done < <(docker ps -a --filter label=drover.role=netns-holder --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|s[0-9a-f]{10}|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("container $name (cluster $cluster)")
+  [[ $cluster =~ $TEST_CLUSTERS ]] && found "container $name (cluster $cluster)" docker rm -f "$name"
 done < <(docker ps -a --filter label=drover.role --format '{{.Names}} {{.Label "drover.cluster"}}')
 while read -r name pool; do
   [ -n "$name" ] || continue
-  [[ $pool =~ ^(p[0-9a-f]{8}[a-z]?(alpha|beta)?|sp[0-9a-f]{8}|molrun|molrec)$ ]] && left+=("runner container $name (pool $pool)")
+  [[ $pool =~ $TEST_POOLS ]] && found "runner container $name (pool $pool)" docker rm -f "$name"
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
 # The credential links' filter rules (filter table, keyed to a link's host side dv<10 hex>).
 while read -r rule; do
-  left+=("filter rule: $rule")
+  found "filter rule: $rule" iptables ${rule/-A /-D }
 done < <(iptables -S 2>/dev/null | grep -E -- '-[io] dv[0-9a-f]{10}( |$)' || true)
 # The credentials endpoint's address (dummy interface or lo) and its DNAT rules.
-if ip -o -4 addr show | grep -q '169.254.170.2/32'; then left+=("address 169.254.170.2 (credentials endpoint)"); fi
+if ip -o -4 addr show | grep -q '169.254.170.2/32'; then
+  dev=$(ip -o -4 addr show | awk '$4 == "169.254.170.2/32" {print $2; exit}')
+  found "address 169.254.170.2 (credentials endpoint)" ip addr del 169.254.170.2/32 dev "$dev"
+fi
 while read -r rule; do
-  left+=("nat rule: $rule")
+  found "nat rule: $rule" iptables -t nat ${rule/-A /-D }
 done < <(iptables -t nat -S 2>/dev/null | grep '169.254.170.2' || true)
 # The molecule scenarios' stand-ins (the demo's, on 18766, is the demo's business).
 for port in 18764 18765; do
   pidfile=/tmp/drover-standin-$port.pid
   if [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    left+=("GitHub stand-in running ($pidfile)")
+    found "GitHub stand-in running ($pidfile)" kill "$(cat "$pidfile")"
   fi
 done
 # The engine volumes of tasks (drover.scope=task: removed with their task), and shared volumes provisioned for a
 # test cluster; the parent cgroups of sized tasks (/drover/<task>-<digest> in any hierarchy).
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  left+=("task volume $name (cluster $cluster)")
+  found "task volume $name (cluster $cluster)" docker volume rm -f "$name"
 done < <(docker volume ls --filter label=drover.scope=task --format '{{.Name}} {{.Label "drover.cluster"}}')
 while read -r name cluster; do
   [ -n "$name" ] || continue
-  [[ $cluster =~ ^(t[0-9a-f]{10}x?|s[0-9a-f]{10}|f[0-9a-f]{6}|molecule|molnet|molrec|galaxycheck)$ ]] && left+=("shared volume $name (cluster $cluster)")
+  [[ $cluster =~ $TEST_CLUSTERS ]] && found "shared volume $name (cluster $cluster)" docker volume rm -f "$name"
 done < <(docker volume ls --filter label=drover.scope=shared --format '{{.Name}} {{.Label "drover.cluster"}}')
 for dir in /sys/fs/cgroup/drover/*/ /sys/fs/cgroup/*/drover/*/; do
-  [ -d "$dir" ] && left+=("cgroup ${dir%/}")
+  [ -d "$dir" ] && found "cgroup ${dir%/}" rmdir "$dir"
 done
 # Records of failed jobs (gh_runner_slot's profile.records): a test's pool takes its own with it.
 while read -r ref; do
-  [ -n "$ref" ] && left+=("record image $ref")
+  [ -n "$ref" ] && found "record image $ref" docker rmi -f "$ref"
 done < <(docker images --filter label=drover.record=true --format '{{.Repository}}:{{.Tag}}' 2>/dev/null)
+# Cache volumes of a test pool's slots (profile.caches): a test's pool purges its own.
+while read -r name pool; do
+  [ -n "$name" ] || continue
+  [[ $pool =~ $TEST_POOLS ]] && found "cache volume $name (pool $pool)" docker volume rm -f "$name"
+done < <(docker volume ls --filter label=drover.role=cache --format '{{.Name}} {{.Label "drover.pool"}}')
 # A task's FireLens files (its log router's configuration and socket), which go with the task.
 for dir in /run/drover/firelens/*/; do
-  [ -d "$dir" ] && left+=("FireLens files ${dir%/}")
+  [ -d "$dir" ] && found "FireLens files ${dir%/}" rm -rf "$dir"
 done
 while read -r target; do
-  [ -n "$target" ] && left+=("mount $target")
+  [ -n "$target" ] && found "mount $target" umount -l "$target"
 done < <(findmnt -rn -o TARGET 2>/dev/null | grep '^/run/drover/' || true)
 # Simulated hosts' engines (tests/fixtures/fleet_engines.py: the fleet test's and the fleet bench's dockerd,
 # one directory per run); a fleet bench running meanwhile shows here too.
 for dir in /run/drover-fleet/*/ /var/lib/drover-fleet/*/; do
-  [ -d "$dir" ] && left+=("simulated engines ${dir%/}")
+  [ -d "$dir" ] && found "simulated engines ${dir%/}"
 done
 while read -r ns _; do
-  case $ns in drvfleet-*) left+=("simulated engines' netns $ns") ;; esac
+  case $ns in drvfleet-*) found "simulated engines' netns $ns" ;; esac
 done < <(ip netns list 2>/dev/null)
 # The ECR name the registry tests point at the local registry (tests/integration/test_registry_pull.py).
-grep -q 'drover-test' /etc/hosts 2>/dev/null && left+=("/etc/hosts line: $(grep 'drover-test' /etc/hosts | head -1)")
+grep -q 'drover-test' /etc/hosts 2>/dev/null && found "/etc/hosts line: $(grep 'drover-test' /etc/hosts | head -1)" sed -i '/drover-test/d' /etc/hosts
 store=/var/lib/drover/store.db
 if [ -f "$store" ] && command -v python3 >/dev/null; then
   pins=$(python3 -c "import sqlite3,sys; db=sqlite3.connect('file:$store?mode=ro', uri=True)
 try: print(db.execute('select count(*) from gpu_pins').fetchone()[0])
 except sqlite3.Error: print(0)" 2>/dev/null || echo 0)
-  [ "${pins:-0}" = 0 ] || left+=("$pins GPU pin(s) in $store")
+  [ "${pins:-0}" = 0 ] || found "$pins GPU pin(s) in $store"
 fi
 if [ ${#left[@]} -gt 0 ]; then
-  echo "leaks: the suite left these behind:" >&2
+  if [ "$remove" = 1 ]; then
+    echo "leaks: an earlier run left these behind, and they were not removed:" >&2
+  else
+    echo "leaks: the suite left these behind:" >&2
+  fi
   printf '  %s\n' "${left[@]}" >&2
   exit 1
 fi
+[ "$remove" = 1 ] && { echo "leaks: nothing (else) left by an earlier run"; exit 0; }
 echo "leaks: none (no task netns, test links, holders, test containers, task volumes, task cgroups or records left)"
