@@ -49,7 +49,8 @@ while read -r name pool; do
 done < <(docker ps -a --filter label=drover.role=runner --format '{{.Names}} {{.Label "drover.pool"}}')
 # The credential links' filter rules (filter table, keyed to a link's host side dv<10 hex>).
 while read -r rule; do
-  found "filter rule: $rule" iptables ${rule/-A /-D }
+  read -ra words <<< "${rule/-A /-D }"       # the rule as iptables -S prints it, appended -> deleted
+  found "filter rule: $rule" iptables "${words[@]}"
 done < <(iptables -S 2>/dev/null | grep -E -- '-[io] dv[0-9a-f]{10}( |$)' || true)
 # The credentials endpoint's address (dummy interface or lo) and its DNAT rules.
 if ip -o -4 addr show | grep -q '169.254.170.2/32'; then
@@ -57,7 +58,8 @@ if ip -o -4 addr show | grep -q '169.254.170.2/32'; then
   found "address 169.254.170.2 (credentials endpoint)" ip addr del 169.254.170.2/32 dev "$dev"
 fi
 while read -r rule; do
-  found "nat rule: $rule" iptables -t nat ${rule/-A /-D }
+  read -ra words <<< "${rule/-A /-D }"
+  found "nat rule: $rule" iptables -t nat "${words[@]}"
 done < <(iptables -t nat -S 2>/dev/null | grep '169.254.170.2' || true)
 # The molecule scenarios' stand-ins (the demo's, on 18766, is the demo's business).
 for port in 18764 18765; do

@@ -27,6 +27,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine
 from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils import _metrics
+from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -35,10 +36,6 @@ from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = RUNNER_ROLE
-
-
-class CacheError(Exception):
-    """A slot's cache cannot be mounted."""
 
 
 JIT_MOUNT = '/runner/.jitconfig'
@@ -94,6 +91,9 @@ class PoolPass:
         self.ended_registrations = []
         self.image_ready = False        # the profile's image is on the host (checked or pulled this pass)
         self.cache_binds = {}           # slot index -> the binds of its cache volumes, made before its runner starts
+        self.caches = PoolCaches(engine, spec, scope, check_mode, now, self.events, self.warnings)
+        self.waiting = []               # when each matching queued job was queued (epoch seconds), oldest first
+        self.pickups = []               # seconds from a job queued to the runner started for it, this pass
         row = store.pool(spec.pool)
         self.state = plan_mod.fresh_state()
         if row:
@@ -213,78 +213,13 @@ class PoolPass:
         self._forget(occ, deregister=False)
         slot = occ.get('idx')
         if slot is not None:
-            self.trim_caches(slot)
+            self.caches.ended(slot, read['took'])
         if occ.get('runner_id') and not self.check_mode:
             self.ended_registrations.append(occ)
         self.state, events = plan_mod.ended(self.state, self.spec.pool, read['took'], finished - started, self.now,
                                             self.spec.idle_timeout, plan_mod.fault_cause(read))
         self.events.extend(events)
         self.released.append(occ['runner_name'])
-
-    # --- caches ---------------------------------------------------------------------------------
-
-    def cache_volume(self, cache, idx):
-        """The engine volume of a slot's cache: named after the store, the pool, the cache and the slot, so that a
-        store made again at the same path finds it again."""
-        return 'drover-cache-%s-%s-%s-%d' % ((self.scope or 'any')[:8], self.spec.pool, cache.name, idx + 1)
-
-    def _cache_labels(self, cache, idx):
-        labels = {'drover.role': 'cache', 'drover.pool': self.spec.pool, 'drover.cache': cache.name,
-                  'drover.slot': str(idx + 1), 'drover.cache-path': cache.path}
-        if self.scope:
-            labels[STORE_LABEL] = self.scope
-        return labels
-
-    def _ensure_caches(self, idx):
-        """The binds of the slot's caches, their volumes made (labelled) when missing; a volume of that name that
-        is not this store's cache of this slot is never mounted (CacheError)."""
-        binds = []
-        for cache in self.spec.profile.caches:
-            name = self.cache_volume(cache, idx)
-            labels = self._cache_labels(cache, idx)
-            found = self.engine.volume(name)
-            if found is None:
-                self.engine.volume_create(name, 'local', {}, labels)
-            elif any(found['labels'].get(k) != v for k, v in labels.items() if k != 'drover.cache-path'):
-                raise CacheError('volume %s is not the cache %s of slot %d of this store' % (name, cache.name, idx + 1))
-            binds.append('%s:%s:rw' % (name, cache.path))
-        return binds
-
-    def trim_caches(self, idx):
-        """Trim the slot's caches to their max_size, oldest files first, while the slot is vacant (no runner
-        writes them); links are removed, never followed."""
-        for cache in self.spec.profile.caches if self.spec.profile is not None else ():
-            if not cache.max_size or self.check_mode:
-                continue
-            try:
-                found = self.engine.volume(self.cache_volume(cache, idx))
-            except EngineError as exc:
-                self.warnings.append('pool %s: cache %s of slot %d: %s' % (self.spec.pool, cache.name, idx + 1, exc))
-                continue
-            if not found or not found.get('mountpoint'):
-                continue
-            try:
-                removed = _files.trim_tree(found['mountpoint'], cache.max_size * 1024 * 1024)
-            except OSError as exc:
-                self.warnings.append('pool %s: cache %s of slot %d could not be trimmed: %s'
-                                     % (self.spec.pool, cache.name, idx + 1, exc))
-                continue
-            if removed:
-                self.events.append(plan_mod.event('cache.trimmed', self.spec.pool, self.now, cache=cache.name,
-                                                  slot=idx + 1, files=removed[0], bytes=removed[1]))
-
-    def purge_caches(self, occupants):
-        """A pool declared absent with purge_caches, once no runner is left: its caches go."""
-        if self.check_mode or self.spec.state != 'absent' or not self.spec.purge_caches or occupants:
-            return
-        labels = {'drover.role': 'cache', 'drover.pool': self.spec.pool}
-        if self.scope:
-            labels[STORE_LABEL] = self.scope
-        for volume in self.engine.volumes_labelled(labels):
-            try:
-                self.engine.volume_remove(volume['name'])
-            except EngineError as exc:
-                self.warnings.append('pool %s: cache volume %s stays: %s' % (self.spec.pool, volume['name'], exc))
 
     # --- records of failed jobs ----------------------------------------------------------------
 
@@ -405,7 +340,10 @@ class PoolPass:
         jobs, ok = self._github('list queued jobs', self.gh.queued_jobs)
         if not ok:
             return None
-        return len([j for j in jobs if plan_mod.matches(j['labels'], self.spec.labels)])
+        mine = [j for j in jobs if plan_mod.matches(j['labels'], self.spec.labels)]
+        # When each waits since, oldest first: a runner started this pass picks up the oldest still waiting.
+        self.waiting = sorted(t for t in (_epoch(j.get('created_at')) for j in mine) if t is not None)
+        return len(mine)
 
     def stop(self, occupants, idx, kill):
         occ = occupants[idx]
@@ -449,7 +387,7 @@ class PoolPass:
                        % (runner_name(spec, slots[0], self.now), exc))
             return False
         try:
-            self.cache_binds = dict((idx, self._ensure_caches(idx)) for idx in slots)
+            self.cache_binds = dict((idx, self.caches.binds(idx)) for idx in slots)
         except (EngineError, CacheError) as exc:
             first = runner_name(spec, slots[0], self.now)
             self._hold(plan_mod.CAUSE_START, 'cannot start %s: its caches: %s' % (first, exc))
@@ -570,8 +508,12 @@ class PoolPass:
         self.image_ready = True
 
     def _started(self, name, runner_id, idx):
+        pickup = None
+        if self.waiting:
+            pickup = max(0, int(self.now) - self.waiting.pop(0))
+            self.pickups.append(pickup)
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
-                                          runner_id=runner_id, slot=idx + 1))
+                                          runner_id=runner_id, slot=idx + 1, pickup_seconds=pickup))
         self.started.append(name)
 
     def _hold(self, cause, error):
@@ -721,7 +663,8 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
     if decided.start:
         work.start_many(occupants, list(decided.start))
     work.deregister_ended()
-    work.purge_caches(occupants)
+    work.caches.prune_all()
+    work.caches.purge(occupants)
     work.save(occupants)
     return {
         'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted
@@ -729,7 +672,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
         'pool': {'name': spec.pool, 'owner': owner_of(spec), 'slots': work.slot_views(occupants),
                  'hold': plan_mod.hold_view(work.state, spec, now)},
         'started': work.started, 'stopped': work.stopped, 'released': work.released,
-        'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events,
+        'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events, 'pickups': work.pickups,
         'warnings': work.warnings, 'github_requests': getattr(gh, 'requests', 0),
         'github_not_modified': getattr(gh, 'not_modified', 0),
     }
@@ -768,9 +711,13 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
                 pool = {'pool': result['pool']['name']}
                 store.bump('drover_github_requests_total', pool, result['github_requests'])
                 store.bump('drover_github_not_modified_total', pool, result['github_not_modified'])
+                store.bump('drover_pool_pickups_total', pool, len(result['pickups']))
+                store.bump('drover_pool_pickup_seconds_total', pool, sum(result['pickups']))
             if params.get('metrics_path'):
                 metrics_warnings = _metrics.write_pools_file(params['metrics_path'], store.counters(), [
-                    dict(r['pool'], queued=r['queued']) for r in results], time.monotonic() - began, clock())
+                    dict(r['pool'], queued=r['queued'], caches=cache_views(engine, scope, r['pool']['name'])
+                         if spec.profile is not None and spec.profile.caches else [])
+                    for r, (dummy, spec, dummy, dummy) in zip(results, declared)], time.monotonic() - began, clock())
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:
@@ -796,19 +743,6 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     return out
 
 
-def cache_view(engine, volume):
-    """A slot's cache as gh_runner_info shows it, with the bytes of its files."""
-    labels = volume['labels']
-    found = engine.volume(volume['name']) or {}
-    try:
-        size = _files.tree_size(found['mountpoint']) if found.get('mountpoint') else None
-    except OSError:
-        size = None
-    slot = labels.get('drover.slot')
-    return {'name': labels.get('drover.cache'), 'slot': int(slot) if slot and slot.isdigit() else None,
-            'path': labels.get('drover.cache-path'), 'volume': volume['name'], 'size': size}
-
-
 def record_view(image, records_dir):
     """A failed job's record as gh_runner_info shows it."""
     labels = image['labels']
@@ -832,7 +766,6 @@ def info(params):
         if scope:
             labels[STORE_LABEL] = scope
         records = sorted(engine.images_labelled(labels), key=plan_mod.record_order)
-        caches = engine.volumes_labelled({'drover.role': 'cache', STORE_LABEL: scope})
         records_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'records')
         out = []
         for row in store.pools():
@@ -844,7 +777,7 @@ def info(params):
             out.append({
                 'name': row['pool'], 'owner': row['owner'],
                 'records': [record_view(r, records_dir) for r in records if r['labels'].get('drover.pool') == row['pool']],
-                'caches': [cache_view(engine, v) for v in caches if v['labels'].get('drover.pool') == row['pool']],
+                'caches': cache_views(engine, scope, row['pool']),
                 'slots': [{'index': i + 1, 'runner_name': r['runner_name'], 'runner_id': r['runner_id'],
                            'container_id': r['container_id'], 'busy': bool(r['busy']),
                            'started_at': iso(r['started_at']),

@@ -236,7 +236,7 @@ POOL_OPTIONS = dict(
             name=dict(type='str', required=True),
             path=dict(type='str', required=True),
             scope=dict(type='str', choices=['slot', 'pool'], default='slot'),
-            mode=dict(type='str', choices=['rw', 'ro'], default='rw'),
+            mode=dict(type='str', choices=['rw', 'ro']),
             max_size=dict(type='int'),
             seed_from=dict(type='str'),
         )),
@@ -250,6 +250,7 @@ POOL_OPTIONS = dict(
     state=dict(type='str', choices=['present', 'absent']),
     kill_busy=dict(type='bool'),
     purge_caches=dict(type='bool'),
+    pull_requests_from_forks=dict(type='bool'),
     api_url=dict(type='str'),
     token=dict(type='str', no_log=True),
     app_id=dict(type='int'),
@@ -263,7 +264,8 @@ POOL_OPTIONS = dict(
 POOL_ENTRY_OPTIONS = dict((k, dict(type='raw', no_log=v['no_log']) if 'no_log' in v else dict(type='raw'))
                           for k, v in POOL_OPTIONS.items())
 POOL_DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300, name_prefix='drover', work_folder='_work',
-                     state='present', kill_busy=False, purge_caches=False, api_url='https://api.github.com', github_timeout=15)
+                     state='present', kill_busy=False, purge_caches=False,
+                     pull_requests_from_forks=False, api_url='https://api.github.com', github_timeout=15)
 
 
 def gh_runner_slot_spec():

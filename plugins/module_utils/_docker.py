@@ -375,12 +375,17 @@ class Engine:
         except Exception as exc:
             raise EngineError('create volume %s: %s' % (name, _explain(exc)))
 
-    def volume_remove(self, name):
-        """Remove one engine volume; one already gone is not an error."""
+    def volume_remove(self, name, in_use_ok=False):
+        """Remove one engine volume; one already gone is not an error, nor with `in_use_ok` one that a container
+        mounts (it stays: None)."""
         try:
             self.api.remove_volume(name)
         except docker_errors.NotFound:
             return False
+        except docker_errors.APIError as exc:
+            if in_use_ok and exc.status_code == 409:
+                return None
+            raise EngineError('remove volume %s: %s' % (name, _explain(exc)))
         except Exception as exc:
             raise EngineError('remove volume %s: %s' % (name, _explain(exc)))
         return True

@@ -210,7 +210,7 @@ class GitHub:
             page += 1
 
     def queued_jobs(self):
-        """Every queued job of the pool's queued and in-progress runs: [{id, name, labels, repository}]."""
+        """Every queued job of the pool's queued and in-progress runs: [{id, name, labels, repository, created_at}]."""
         jobs = []
         for repo in self._repositories():
             for status in ('queued', 'in_progress'):
@@ -221,5 +221,6 @@ class GitHub:
                                            'list jobs of run %d' % run['id']):
                         if job.get('status') == 'queued':
                             jobs.append({'id': job.get('id'), 'name': job.get('name'), 'repository': repo,
-                                         'labels': list(job.get('labels') or [])})
+                                         'labels': list(job.get('labels') or []),
+                                         'created_at': job.get('created_at')})
         return jobs

@@ -27,6 +27,9 @@ FAMILIES = {
     'drover_runners_oom_killed_total': ('counter', 'Runners the kernel killed for memory.'),
     'drover_runner_faults_total': ('counter', 'Runners that ended with a runner fault, by fault.'),
     'drover_pool_holds_total': ('counter', 'Holds of a pool, by cause.'),
+    'drover_pool_pickups_total': ('counter', 'Runners started for a queued job of the pool.'),
+    'drover_pool_pickup_seconds_total': ('counter', 'Seconds from a job queued to the runner started for it, summed '
+                                                    '(over drover_pool_pickups_total: the mean pickup time).'),
     'drover_github_requests_total': ('counter', 'Requests made to GitHub.'),
     'drover_github_not_modified_total': ('counter', 'GitHub answers 304 Not Modified (not counted by its rate limit).'),
     'drover_github_rate_limited_total': ('counter', 'Times GitHub asked for no requests until a reset.'),
@@ -37,6 +40,8 @@ FAMILIES = {
     'drover_pool_slots': ('gauge', 'Slots of a pool by state (busy, idle, starting, free).'),
     'drover_pool_queued_jobs': ('gauge', 'Queued jobs that match the pool (absent when the listing was not read).'),
     'drover_pool_held': ('gauge', '1 while the pool is held, with the cause.'),
+    'drover_pool_cache_bytes': ('gauge', 'Bytes of the files of a cache: a slot\'s own volume (slot) or a snapshot '
+                                         'generation (snapshot).'),
     'drover_pools_pass_seconds': ('gauge', 'How long the last pools pass took.'),
     'drover_pools_pass_timestamp_seconds': ('gauge', 'When the last pools pass ended (Unix time).'),
     'drover_tasks': ('gauge', 'Tasks by last status and health.'),
@@ -86,7 +91,7 @@ def event_counters(event):
 
 def pool_gauges(pools, seconds, now):
     """The gauges of a pools pass: `pools`, the pass's views of its pools ({'name', 'slots': [{'state'}],
-    'hold': {'until', 'cause'}, 'queued'}). [(name, labels, value)]."""
+    'hold': {'until', 'cause'}, 'queued', 'caches': gh_runner_info's views}). [(name, labels, value)]."""
     out = []
     for pool in pools:
         states = dict((s, 0) for s in SLOT_STATES)
@@ -100,6 +105,11 @@ def pool_gauges(pools, seconds, now):
         hold = pool.get('hold') or {}
         cause = (hold.get('cause') or '').split(':')[0]
         out.append(('drover_pool_held', {'pool': pool['name'], 'cause': cause}, 1 if hold.get('until') else 0))
+        for cache in pool.get('caches') or ():
+            if cache.get('size') is not None:
+                where = {'slot': str(cache['slot'])} if cache.get('slot') else {'snapshot': str(cache.get('snapshot'))}
+                out.append(('drover_pool_cache_bytes', dict(where, pool=pool['name'], cache=cache['name']),
+                            cache['size']))
     out.append(('drover_pools_pass_seconds', {}, round(seconds, 6)))
     out.append(('drover_pools_pass_timestamp_seconds', {}, int(now)))
     return out

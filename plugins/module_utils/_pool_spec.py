@@ -36,9 +36,13 @@ DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
                                              'pull', 'registry_auth', 'capabilities', 'records', 'caches'))
-# A cache: a named volume mounted at `path` in each runner of the pool (scope slot: a volume of each slot's own,
-# written by one runner at a time); max_size in MiB, trimmed while its slot is vacant.
-Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_size'))
+# A cache: a named volume mounted at `path` in each runner of the pool. Scope slot: a volume of each slot's own,
+# written by one runner at a time. Scope pool: a read-only snapshot, seed_from slot1 (slot 1 writes its own volume,
+# copied into a new snapshot after a job ran there) or seed_from pool:<name> (that pool's snapshot, read here).
+# max_size in MiB, trimmed while its slot is vacant.
+Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_size', 'seed_from'))
+SEED_SLOT = 'slot1'
+SEED_RE = re.compile(r'^(slot1|pool:[a-zA-Z0-9][a-zA-Z0-9_.-]*)\Z')
 CACHES_MAX = 16
 # Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
 Records = collections.namedtuple('Records', ('keep', 'max_age'))
@@ -48,14 +52,15 @@ PULL_POLICIES = ('missing', 'always', 'never')
 PoolSpec = collections.namedtuple('PoolSpec', (
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'slots', 'warm', 'scale',
     'idle_timeout', 'name_prefix', 'work_folder', 'state', 'kill_busy', 'api_url', 'auth', 'machine_id',
-    'hold_until', 'purge_caches'))
+    'hold_until', 'purge_caches', 'pull_requests_from_forks'))
 Auth = collections.namedtuple('Auth', ('token', 'app_id', 'app_private_key', 'installation_id'))
 
 
 # The options one pool of a `pools` list may set; the call's own options are the default of each.
 POOL_KEYS = frozenset((
     'pool', 'repository', 'organization', 'labels', 'runner_group_id', 'profile', 'warm', 'scale', 'idle_timeout',
-    'name_prefix', 'machine_id', 'work_folder', 'state', 'kill_busy', 'purge_caches', 'hold_until', 'api_url', 'token',
+    'name_prefix', 'machine_id', 'work_folder', 'state', 'kill_busy', 'purge_caches', 'pull_requests_from_forks',
+    'hold_until', 'api_url', 'token',
     'app_id', 'app_private_key', 'installation_id', 'github_timeout'))
 
 
@@ -159,25 +164,36 @@ def caches(raw):
             raise SpecError('%s.path must be an absolute path in the runner other than /, without : , . or .., '
                             'got %r' % (at, path))
         scope = item.get('scope') or 'slot'
-        mode = item.get('mode') or 'rw'
-        if scope != 'slot':
-            raise SpecError('%s.scope %r: only slot caches (a volume of each slot\'s own) are supported; a pool '
-                            'snapshot (scope pool, seed_from) is not yet' % (at, scope))
-        if mode != 'rw':
-            raise SpecError('%s.mode must be rw for a slot cache (its slot\'s runner is its one writer), got %r'
-                            % (at, mode))
-        if item.get('seed_from') is not None:
-            raise SpecError('%s.seed_from is for a pool snapshot, which is not supported yet' % at)
+        mode = item.get('mode') or ('ro' if scope == 'pool' else 'rw')
+        seed_from = item.get('seed_from')
+        if scope == 'slot':
+            if mode != 'rw':
+                raise SpecError('%s.mode must be rw for a slot cache (its slot\'s runner is its one writer), got %r; a '
+                                'read-only cache is a pool snapshot (scope pool)' % (at, mode))
+            if seed_from is not None:
+                raise SpecError('%s.seed_from is for a pool snapshot (scope pool), not a slot cache' % at)
+        elif scope == 'pool':
+            if mode != 'ro':
+                raise SpecError('%s.mode must be ro for a pool snapshot (every slot reads it, no job writes it), got %r'
+                                % (at, mode))
+            if not isinstance(seed_from, str) or not SEED_RE.match(seed_from):
+                raise SpecError('%s.seed_from must be slot1 (a snapshot of slot 1\'s own cache, taken after a job '
+                                'ran there) or pool:<name> (the snapshot of another pool of this host), got %r'
+                                % (at, seed_from))
+        else:
+            raise SpecError('%s.scope must be slot or pool, got %r' % (at, scope))
         max_size = item.get('max_size')
         if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1):
             raise SpecError('%s.max_size must be a whole number of MiB, at least 1, got %r' % (at, max_size))
+        if max_size is not None and seed_from not in (None, SEED_SLOT):
+            raise SpecError('%s.max_size: a snapshot of another pool is trimmed by that pool, not here' % at)
         if name in names:
             raise SpecError('%s.name %s is given twice' % (at, name))
         if path.rstrip('/') in paths:
             raise SpecError('%s.path %s is given twice' % (at, path))
         names.add(name)
         paths.add(path.rstrip('/'))
-        out.append(Cache(name, path.rstrip('/'), scope, mode, max_size))
+        out.append(Cache(name, path.rstrip('/'), scope, mode, max_size, seed_from))
     return tuple(out)
 
 
@@ -273,6 +289,15 @@ def pool_spec(params, machine_id):
         raise SpecError('profile is required with state present: name, image and slots of the runner containers')
     profile = _profile(params.get('profile'), state != 'present' or bool(params.get('allow_host_network'))) \
         if state == 'present' or params.get('profile') else None
+    forks = bool(params.get('pull_requests_from_forks'))
+    for i, cache in enumerate(profile.caches if profile else ()):
+        if cache.seed_from == 'pool:' + pool:
+            raise SpecError('profile.caches[%d].seed_from names the pool itself: a pool snapshot seeded from this pool '
+                            'is seed_from slot1' % i)
+        if forks and (cache.scope != 'pool' or cache.seed_from == SEED_SLOT):
+            raise SpecError('profile.caches[%d]: a pool with pull_requests_from_forks takes read-only caches only, '
+                            'a snapshot of another pool (scope pool, seed_from pool:<name>): a job of a fork must '
+                            'never write what a later job reads' % i)
     slots = profile.slots if profile else 0
     warm = params.get('warm')
     warm = 1 if warm is None else warm
@@ -308,4 +333,5 @@ def pool_spec(params, machine_id):
         idle_timeout=idle_timeout, name_prefix=prefix, work_folder=params.get('work_folder') or '_work',
         state=state, kill_busy=bool(params.get('kill_busy')), api_url=api_url,
         auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id,
-        hold_until=parse_utc(params.get('hold_until'), 'hold_until'), purge_caches=bool(params.get('purge_caches')))
+        hold_until=parse_utc(params.get('hold_until'), 'hold_until'), purge_caches=bool(params.get('purge_caches')),
+        pull_requests_from_forks=forks)

@@ -61,8 +61,10 @@ pools:
       type: dict
     caches:
       description:
-        - The pool's caches (O(drover.fleet.gh_runner_slot#module:profile.caches)), one a slot, each with C(name),
-          C(slot), C(path), C(volume) and C(size) (bytes of its files; null when its volume cannot be read).
+        - The pool's caches (O(drover.fleet.gh_runner_slot#module:profile.caches)), each slot's own volume and each
+          snapshot generation, each with C(name), C(slot) (null for a snapshot), C(snapshot) (its generation, null
+          for a slot's volume), C(path), C(volume) and C(size) (bytes of its files; null when its volume cannot be
+          read).
       type: list
       elements: dict
     records:

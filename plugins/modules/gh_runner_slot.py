@@ -118,6 +118,9 @@ options:
       purge_caches:
         description: As O(purge_caches).
         type: raw
+      pull_requests_from_forks:
+        description: As O(pull_requests_from_forks).
+        type: raw
       api_url:
         description: As O(api_url).
         type: raw
@@ -253,8 +256,15 @@ options:
             the oldest files (links are removed, never followed); event C(cache.trimmed).
           - A store made again at the same path finds its caches again by name and labels. A pool declared absent
             keeps its caches unless O(purge_caches). M(drover.fleet.gh_runner_info) shows each cache's size.
-          - A pool snapshot shared read-only by every slot (C(scope=pool), C(mode=ro), C(seed_from)) is not supported
-            yet, and is refused naming the field.
+          - A pool snapshot (C(scope=pool), C(mode=ro)) is read-only in every runner that mounts it (a write fails
+            with C(EROFS)). With C(seed_from=slot1), slot 1 writes a volume of its own (as a slot cache) and, once
+            slot 1 is vacant after a job ran there, a new generation of the snapshot is copied from it
+            (C(drover-cache-<store>-<pool>-<name>-g<n>), label C(drover.snapshot=<n>); directories, files and links,
+            never a device node or FIFO, no setuid bit; event C(cache.seeded)); runners started later mount the new
+            one, a running one keeps its own, which never changes under it, and a generation no container mounts any
+            more is removed. With C(seed_from=pool:<name>), every runner mounts that pool's current snapshot.
+          - A pool that serves pull requests from forks (O(pull_requests_from_forks)) takes only snapshots of
+            another pool, as a job of a fork must never write what a later job reads.
         type: list
         elements: dict
         suboptions:
@@ -267,20 +277,25 @@ options:
             type: str
             required: true
           scope:
-            description: V(slot), a volume of each slot's own (the only one supported yet).
+            description: V(slot), a volume of each slot's own; V(pool), a read-only snapshot every slot mounts.
             type: str
             choices: [slot, pool]
             default: slot
           mode:
-            description: V(rw) (a slot's cache has its runner as its one writer).
+            description:
+              - V(rw) for a slot cache (its runner is its one writer), V(ro) for a pool snapshot; by default the one
+                its O(profile.caches[].scope) takes.
             type: str
             choices: [rw, ro]
-            default: rw
           max_size:
-            description: MiB the cache keeps at most, trimmed while its slot is vacant.
+            description: MiB the cache keeps at most, trimmed while its slot is vacant (with C(seed_from=slot1), slot 1's
+              volume, so every snapshot copied from it too).
             type: int
           seed_from:
-            description: For a pool snapshot (not supported yet).
+            description:
+              - What a pool snapshot is copied from, required with O(profile.caches[].scope=pool), V(slot1) (slot 1's
+                own volume, after a job ran there) or V(pool:<name>) (the snapshot of another pool of this host with
+                a cache of the same name).
             type: str
       records:
         description:
@@ -349,7 +364,14 @@ options:
   purge_caches:
     description:
       - With O(state=absent), remove the pool's caches (O(profile.caches)) once no runner of it is left; without it
-        they stay, for a pool declared again.
+        they stay, for a pool declared again. A snapshot that another pool's runner mounts stays (a warning).
+    type: bool
+    default: false
+  pull_requests_from_forks:
+    description:
+      - The pool serves pull requests from forks (untrusted code). Its caches can only be snapshots of another pool
+        (O(profile.caches[].scope=pool), O(profile.caches[].seed_from=pool:<name>)), read-only; any other cache is
+        refused, naming the field.
     type: bool
     default: false
   api_url:

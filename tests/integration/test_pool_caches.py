@@ -168,3 +168,107 @@ def test_max_size_is_kept_while_the_slot_is_vacant(engine, standin, module_runne
     info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
     assert info['pools'][0]['caches'][0]['size'] == 2 * MIB
     assert os.path.isdir('/etc')                                    # the link was never followed
+
+
+# A job that writes where it may (slot 1 of a slot1-seeded snapshot writes its own volume), and otherwise reads
+# the snapshot twice, some seconds apart, after trying to write it.
+SEEDED = ('if touch /mods/probe 2>/tmp/err; then echo "writer: $WORD" ; echo "$WORD" > /mods/word; '
+          'else cat /tmp/err; echo "first read: $(cat /mods/word 2>/dev/null)"; sleep 6; '
+          'echo "second read: $(cat /mods/word 2>/dev/null)"; fi')
+
+
+def runs(engine, run, standin, pool, words):
+    """Queue one job per word (WORD set in its script), start their runners in one pass, collect them: {slot: the
+    runner's output}; with a pass run every second meanwhile, as a timer would."""
+    for word in words:
+        standin.queue_job(REPO, ['self-hosted', pool], name='job-' + word, script='WORD=%s; %s' % (word, SEEDED))
+    started = run()['started']
+    assert len(started) == len(words), started
+    boxes = dict((int(name.split('-')[-2]), engine.containers.get(name)) for name in started)
+    events = []
+
+    def ended():
+        events.extend(run()['events'])
+        return all(b.reload() or b.status == 'exited' for b in boxes.values()) or \
+            set(e.get('runner_name') for e in events if e['event'] == 'runner.ended') == set(started)
+    outputs = {}
+    deadline = time.monotonic() + 120
+    while len(outputs) < len(boxes) and time.monotonic() < deadline:
+        for slot, box in boxes.items():
+            try:
+                box.reload()
+            except Exception:                   # collected (removed) by a pass: its output was read before
+                continue
+            if box.status == 'exited' and slot not in outputs:
+                outputs[slot] = box.logs().decode('utf-8', 'replace')
+        events.extend(run()['events'])
+        time.sleep(0.5)
+    wait_for(lambda: set(e.get('runner_name') for e in events + run()['events']
+                         if e['event'] == 'runner.ended') >= set(started), timeout=30)
+    return outputs, events
+
+
+def snapshot_names(engine, pool):
+    return sorted(v.name for v in engine.volumes.list(filters={'label': ['drover.pool=%s' % pool, 'drover.snapshot']}))
+
+
+def test_a_pool_snapshot_seeded_from_slot_1_never_changes_under_a_running_job(
+        engine, standin, module_runner, store_path, pool_name, cache_volumes):
+    """seed_from slot1: slot 1 writes its own volume; after a job there, a new snapshot generation is copied, which
+    runners started later mount read-only (EROFS), while a running one keeps its own; an older generation goes once
+    no container mounts it; a pool of forks reads another pool's snapshot and cannot write it; a store made again
+    finds the snapshot by its labels."""
+    forks = pool_name + 'f'
+    cache_volumes.extend([pool_name, forks])
+    caches = [{'name': 'mods', 'path': '/mods', 'scope': 'pool', 'mode': 'ro', 'seed_from': 'slot1'}]
+    run = pool_runner(module_runner, standin, store_path, pool_name, caches, slots=2)
+
+    outputs, events = runs(engine, run, standin, pool_name, ['one'])
+    assert 'writer: one' in outputs[1], outputs
+    [seeded] = [e for e in events if e['event'] == 'cache.seeded']
+    assert (seeded['cache'], seeded['generation'], seeded['left_out']) == ('mods', 2, 0), seeded
+    assert snapshot_names(engine, pool_name) == ['drover-cache-%s-%s-mods-g2' % (seeded_scope(engine, pool_name),
+                                                                                 pool_name)]
+
+    # slot 1 writes "two" while slot 2's job reads "one" twice, seconds apart: its snapshot never changes
+    outputs, events = runs(engine, run, standin, pool_name, ['two', 'x2'])
+    writer, reader = outputs[1], outputs[2]
+    assert re.search(r'writer: (two|x2)', writer), outputs
+    assert 'Read-only file system' in reader, reader
+    assert 'first read: one' in reader and 'second read: one' in reader, reader
+    assert [e['generation'] for e in events if e['event'] == 'cache.seeded'] == [3], events
+    written = re.search(r'writer: (\w+)', writer).group(1)
+    # the generation slot 2 mounted went with its runner
+    wait_for(lambda: run() and len(snapshot_names(engine, pool_name)) == 1, timeout=30)
+
+    outputs, dummy = runs(engine, run, standin, pool_name, ['three', 'x3'])
+    assert 'first read: %s' % written in outputs[2], outputs
+
+    # a pool serving forks' pull requests: the snapshot of the first pool, read-only
+    run_f = pool_runner(module_runner, standin, store_path, forks,
+                        [{'name': 'mods', 'path': '/mods', 'scope': 'pool', 'seed_from': 'pool:%s' % pool_name}])
+    outputs, dummy = runs(engine, lambda **kw: run_f(pull_requests_from_forks=True, **kw), standin, forks, ['f1'])
+    assert 'Read-only file system' in outputs[1] and re.search(r'first read: (three|x3)', outputs[1]), outputs
+    refused = run_f(pull_requests_from_forks=True, profile=dict(
+        name='small', image=RUNNER_IMAGE, slots=1, caches=[{'name': 'mods', 'path': '/mods'}]))
+    assert refused.get('failed') and 'pull_requests_from_forks takes read-only caches only' in refused['msg']
+
+    info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
+    shown = sorted(((c['slot'], c['snapshot'], c['size']) for c in info['pools'][0]['caches']), key=repr)
+    assert [(s, g) for s, g, dummy in shown] == [(1, None), (None, 4)], shown
+    assert all(size > 0 for dummy, dummy, size in shown)
+
+    # the store lost: slot 2's next job reads the same snapshot, found by its labels
+    for suffix in ('', '-wal', '-shm'):
+        if os.path.exists(store_path + suffix):
+            os.unlink(store_path + suffix)
+    outputs, dummy = runs(engine, run, standin, pool_name, ['four', 'x4'])
+    assert re.search(r'first read: (three|x3)', outputs[2]), outputs
+    for name in (pool_name, forks):
+        pool_runner(module_runner, standin, store_path, name, caches)(state='absent', purge_caches=True)
+    assert engine.volumes.list(filters={'label': 'drover.pool=%s' % pool_name}) == []
+
+
+def seeded_scope(engine, pool):
+    [volume] = engine.volumes.list(filters={'label': ['drover.pool=%s' % pool, 'drover.slot=1']})
+    return volume.name.split('-')[2]

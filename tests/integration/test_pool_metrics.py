@@ -46,7 +46,8 @@ def test_three_passes_gauges_agree_with_info_and_counters_with_the_store(
     def run(check=False):
         pools = [dict(pool=name, labels=['self-hosted', name], profile=dict(
             name=kind, image=RUNNER_IMAGE, slots=2, network_mode='host', memory=8 if kind == 'oom' else 64,
-            environment=dict({'DROVER_JOB_SECONDS': '0.2'}, **modes[kind]))) for kind, name in names.items()]
+            environment=dict({'DROVER_JOB_SECONDS': '0.2'}, **modes[kind]),
+            caches=[{'name': 'deps', 'path': '/cache'}] if kind == 'ok' else None)) for kind, name in names.items()]
         return module_runner('gh_runner_slot', dict(
             pools=pools, repository=REPO, token=TOKEN, api_url=standin.url, store_path=store_path,
             machine_id='mid' + pool_name, warm=0, allow_host_network=True, metrics_path=str(metrics)), check=check)
@@ -68,6 +69,10 @@ def test_three_passes_gauges_agree_with_info_and_counters_with_the_store(
             assert values[('drover_pool_held', (('cause', cause), ('pool', name)))] == (
                 1 if shown[name]['hold']['until'] else 0)
             assert values[('drover_pool_queued_jobs', (('pool', name),))] == view['queued']
+            for cache in shown[name]['caches']:         # the 'ok' pool's cache of slot 1
+                assert values[('drover_pool_cache_bytes', (('cache', 'deps'), ('pool', name),
+                                                           ('slot', str(cache['slot']))))] == cache['size']
+            assert len(shown[name]['caches']) == (1 if name == names['ok'] else 0), shown[name]['caches']
         # the counters are the store's events
         db = sqlite3.connect(store_path)
         events = [json.loads(row[0]) for row in db.execute('SELECT data FROM events')]
@@ -80,6 +85,11 @@ def test_three_passes_gauges_agree_with_info_and_counters_with_the_store(
             ended = [e for e in events if e['event'] == 'runner.ended' and e['pool'] == name]
             started = [e for e in events if e['event'] == 'runner.started' and e['pool'] == name]
             assert values.get(('drover_runners_started_total', (('pool', name),)), 0) == len(started)
+            # pickup: from the job queued to the runner started for it, one a runner that started for a job
+            picked = [e['pickup_seconds'] for e in started if e.get('pickup_seconds') is not None]
+            assert len(picked) == len(started) and all(0 <= p < 60 for p in picked), started
+            assert values.get(('drover_pool_pickups_total', (('pool', name),)), 0) == len(picked)
+            assert values.get(('drover_pool_pickup_seconds_total', (('pool', name),)), 0) == sum(picked)
             assert sum(v for k, v in values.items() if k[0] == 'drover_runners_ended_total'
                        and ('pool', name) in k[1]) == len(ended)
         return values
@@ -90,6 +100,8 @@ def test_three_passes_gauges_agree_with_info_and_counters_with_the_store(
         for name in names.values():
             for box in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % name}):
                 box.remove(force=True)
+            for volume in engine.volumes.list(filters={'label': 'drover.pool=%s' % name}):
+                volume.remove(force=True)
 
 
 def _passes(engine, names, run, check_file, metrics):

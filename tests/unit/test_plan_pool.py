@@ -591,9 +591,14 @@ def cache_spec(caches):
 
 def test_caches_taken():
     got = cache_spec([{'name': 'deps', 'path': '/home/runner/.cache/', 'max_size': 200},
-                      {'name': 'tools', 'path': '/opt/hostedtoolcache', 'scope': 'slot', 'mode': 'rw'}]).profile.caches
-    assert got == (p_spec.Cache('deps', '/home/runner/.cache', 'slot', 'rw', 200),
-                   p_spec.Cache('tools', '/opt/hostedtoolcache', 'slot', 'rw', None))
+                      {'name': 'tools', 'path': '/opt/hostedtoolcache', 'scope': 'slot', 'mode': 'rw'},
+                      {'name': 'mods', 'path': '/m', 'scope': 'pool', 'seed_from': 'slot1', 'max_size': 5},
+                      {'name': 'pr', 'path': '/p', 'scope': 'pool', 'mode': 'ro', 'seed_from': 'pool:main-1'}]
+                     ).profile.caches
+    assert got == (p_spec.Cache('deps', '/home/runner/.cache', 'slot', 'rw', 200, None),
+                   p_spec.Cache('tools', '/opt/hostedtoolcache', 'slot', 'rw', None, None),
+                   p_spec.Cache('mods', '/m', 'pool', 'ro', 5, 'slot1'),
+                   p_spec.Cache('pr', '/p', 'pool', 'ro', None, 'pool:main-1'))
     assert spec().profile.caches == ()
 
 
@@ -606,7 +611,17 @@ def test_caches_taken():
     ([{'name': 'deps', 'path': '/a'}, {'name': 'deps', 'path': '/b'}], 'profile.caches[1].name deps is given twice'),
     ([{'name': 'a', 'path': '/c'}, {'name': 'b', 'path': '/c/'}], 'profile.caches[1].path /c/ is given twice'),
     ([{'name': 'deps', 'path': '/c', 'mode': 'ro'}], "profile.caches[0].mode must be rw for a slot cache"),
-    ([{'name': 'deps', 'path': '/c', 'scope': 'pool'}], "profile.caches[0].scope 'pool': only slot caches"),
+    ([{'name': 'deps', 'path': '/c', 'seed_from': 'slot1'}], 'profile.caches[0].seed_from is for a pool snapshot'),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool'}],
+     "profile.caches[0].seed_from must be slot1 (a snapshot of slot 1's own cache, taken after a job ran there) or "
+     "pool:<name> (the snapshot of another pool of this host), got None"),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool', 'seed_from': 'slot2'}], 'profile.caches[0].seed_from must be'),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool', 'seed_from': 'pool:'}], 'profile.caches[0].seed_from must be'),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool', 'mode': 'rw', 'seed_from': 'slot1'}],
+     'profile.caches[0].mode must be ro for a pool snapshot'),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'host'}], 'profile.caches[0].scope must be slot or pool'),
+    ([{'name': 'deps', 'path': '/c', 'scope': 'pool', 'seed_from': 'pool:a', 'max_size': 3}],
+     'profile.caches[0].max_size: a snapshot of another pool is trimmed by that pool'),
     ([{'name': 'deps', 'path': '/c', 'max_size': 0}], 'profile.caches[0].max_size must be a whole number of MiB'),
     ([{'name': 'deps', 'path': '/c', 'size': 1}], 'profile.caches[0] has unsupported keys: size'),
     ('deps', 'profile.caches must be a list of at most 16 caches'),
@@ -615,6 +630,29 @@ def test_caches_bad_input(caches, error):
     with pytest.raises(p_spec.SpecError) as exc:
         cache_spec(caches)
     assert str(exc.value).startswith(error), str(exc.value)
+
+
+def test_a_pool_snapshot_of_the_pool_itself_is_refused():
+    with pytest.raises(p_spec.SpecError) as exc:
+        spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2,
+                      'caches': [{'name': 'c', 'path': '/c', 'scope': 'pool', 'seed_from': 'pool:%s' % spec().pool}]})
+    assert str(exc.value).startswith('profile.caches[0].seed_from names the pool itself'), str(exc.value)
+
+
+@pytest.mark.parametrize('cache', [
+    {'name': 'c', 'path': '/c'},
+    {'name': 'c', 'path': '/c', 'scope': 'pool', 'seed_from': 'slot1'},
+])
+def test_a_pool_of_forks_takes_only_another_pools_snapshot(cache):
+    profile = {'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2, 'caches': [cache]}
+    assert spec(profile=profile).pull_requests_from_forks is False
+    with pytest.raises(p_spec.SpecError) as exc:
+        spec(profile=profile, pull_requests_from_forks=True)
+    assert str(exc.value).startswith('profile.caches[0]: a pool with pull_requests_from_forks takes read-only caches '
+                                     'only, a snapshot of another pool (scope pool, seed_from pool:<name>)'), exc.value
+    took = spec(profile=dict(profile, caches=[{'name': 'c', 'path': '/c', 'scope': 'pool', 'seed_from': 'pool:main'}]),
+                pull_requests_from_forks=True)
+    assert took.pull_requests_from_forks is True and took.profile.caches[0].seed_from == 'pool:main'
 
 
 def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
@@ -635,3 +673,22 @@ def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
     assert sorted(os.listdir(str(root / 'a'))) == ['file-link'] and (root / 'new').exists()
     assert (outside / 'precious').read_bytes() == b'x' * 5000
     assert _files.trim_tree(str(root), 1500) is None
+
+
+def test_copy_tree_copies_files_dirs_and_links_but_no_device_or_fifo_and_no_setuid(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    src, dst = tmp_path / 'seed', tmp_path / 'snap'
+    (src / 'd').mkdir(parents=True)
+    dst.mkdir()
+    (src / 'd' / 'f').write_bytes(b'z' * 3000)
+    os.utime(str(src / 'd' / 'f'), (T0, T0))
+    (src / 'tool').write_bytes(b'#!/bin/sh\n')
+    os.chmod(str(src / 'tool'), 0o4755)
+    os.symlink('/etc/shadow', str(src / 'shadow'))
+    os.mkfifo(str(src / 'pipe'))
+    os.mknod(str(src / 'disk'), 0o600 | stat.S_IFCHR, os.makedev(1, 3))      # /dev/null's numbers
+    assert _files.copy_tree(str(src), str(dst)) == (2, 3010, 2)
+    assert sorted(os.listdir(str(dst))) == ['d', 'shadow', 'tool']
+    assert (dst / 'd' / 'f').read_bytes() == b'z' * 3000 and os.stat(str(dst / 'd' / 'f')).st_mtime == T0
+    assert os.readlink(str(dst / 'shadow')) == '/etc/shadow' and os.path.islink(str(dst / 'shadow'))
+    assert stat.S_IMODE(os.stat(str(dst / 'tool')).st_mode) == 0o755
