@@ -803,14 +803,17 @@ class Pass:
         if not self.check_mode:
             for obs in stop_order(plan.remove):
                 self._stop(obs)
+            for obs in stop_order(plan.halt):
+                self.engine.stop(obs['id'], int(obs['labels'].get('drover.stop-timeout') or 0))
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
+        # A run whose containers are kept (task_cleanup_wait) keeps its network and task level until they go.
         ending = plan.remove or plan.delete or (not plan.start and record['last_status'] == plan_mod.STOPPED) \
             or any(ev['event'] == 'task.stopped' for ev in plan.events)
         if ending:
-            if self._teardown_network(decl):
+            if not plan.keep and self._teardown_network(decl):
                 changed = True
-            if self._teardown_level(decl):
+            if not plan.keep and self._teardown_level(decl):
                 changed = True
             if self.ledger.release(self.gpu_task(decl)):
                 changed = True
@@ -1057,6 +1060,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
     healthy_wait = HEALTHY_WAIT if healthy_wait is None else healthy_wait
     if not isinstance(healthy_wait, int) or isinstance(healthy_wait, bool) or healthy_wait < 0:
         raise TaskFailure('healthy_wait_timeout must be a number of seconds, 0 or more, got %r' % (healthy_wait,))
+    keep = params.get('task_cleanup_wait') or 0
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+        raise TaskFailure('task_cleanup_wait must be a number of seconds, 0 or more, got %r' % (keep,))
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
@@ -1087,7 +1093,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         plans = [(decl, plan_mod.plan_task(decl, grouped.get((decl.cluster, decl.name), []),
-                                           stored.get((decl.cluster, decl.name)), now)) for decl in tasks + purge]
+                                           stored.get((decl.cluster, decl.name)), now, keep)) for decl in tasks + purge]
         try:
             # The networks this pass builds: their holder image is on the host before anything changes.
             said = check_holder_images(engine, [('awsvpc task %s/%s' % (d.cluster, d.name), d.network.holder_image)

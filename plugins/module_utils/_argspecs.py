@@ -117,6 +117,7 @@ def ecs_task_spec():
         )),
         state=dict(type='str', choices=['running', 'healthy', 'stopped', 'absent'], default='running'),
         healthy_wait_timeout=dict(type='int'),
+        task_cleanup_wait=dict(type='int', default=0),
         metrics_path=dict(type='path'),
         stop_reason=dict(type='str'),
         restart=dict(type='str', choices=['never', 'on-failure', 'always'], default='never'),

@@ -231,6 +231,9 @@ class Plan:
         self.changed = False
         self.warnings = []
         self.changed_fields = None  # with a replacement: the fields of the declaration that changed
+        self.keep = False         # a run that stopped keeps its containers (task_cleanup_wait): they, its network
+                                  # and its task level stay; its GPUs and credentials go
+        self.halt = []            # with keep: the containers still running, stopped (not removed)
 
 
 def _stop(record, reason, now, restart, containers, stop_reason_given=False, stable_run=STABLE_RUN):
@@ -322,10 +325,29 @@ def _finish(plan, stored):
     return plan
 
 
-def plan_task(decl, observed, stored, now):
+def _kept(plan, decl, observed, stored, now, keep):
+    """A run that stopped, still wanted running, whose containers were kept: they go when its restart policy runs
+    it again (then the next run starts) or once `keep` seconds have passed since it stopped; until then they stay."""
+    record = dict(stored, restart=decl.restart)
+    reason = record.get('stopped_reason')
+    hold = record.get('hold_until')
+    if restarts(restart_of(decl, reason)[0], reason) and (hold is None or now >= hold):
+        plan.remove = list(observed)
+        _new_run(plan, decl, record, now, keep_streak=True)
+        return plan
+    plan.record = record
+    if keep and record.get('stopped_at') is not None and now < record['stopped_at'] + keep:
+        plan.keep = True
+    else:
+        plan.remove = list(observed)
+        plan.changed = True
+    return _finish(plan, stored)
+
+
+def plan_task(decl, observed, stored, now, keep=0):
     """Plan one declared task. `observed`: the engine's containers labelled with this task (each a dict
     with id, labels, state, image, created, health, and exit_code for those not running). `stored`: the record,
-    or None."""
+    or None. `keep`: seconds a run that stopped on its own keeps its containers (0: they go when it stops)."""
     key = (decl.cluster, decl.name)
     plan = Plan(key)
     live_running = any(container_status(o) == RUNNING for o in observed)
@@ -397,6 +419,10 @@ def plan_task(decl, observed, stored, now):
             plan.resume = list(observed)
         return plan
 
+    if observed and stored is not None and stored.get('last_status') == STOPPED and \
+            stored.get('desired_status') == RUNNING and all(container_status(o) == STOPPED for o in observed):
+        return _kept(plan, decl, observed, stored, now, keep)
+
     record = dict(stored) if stored else None
     if observed:
         reason = None
@@ -443,6 +469,10 @@ def plan_task(decl, observed, stored, now):
         plan.changed = True
         plan.write = True
         _restart_now(plan, decl, record, now)
+        if keep and not plan.start:
+            plan.remove = []
+            plan.keep = True
+            plan.halt = [o for o in observed if container_status(o) != STOPPED]
         return plan
 
     # Nothing of the task on the engine.

@@ -323,6 +323,18 @@ options:
       - With O(state=healthy), how many seconds the converge waits at most for the task to become C(HEALTHY).
       - V(300) when not given.
     type: int
+  task_cleanup_wait:
+    description:
+      - Seconds a task that stopped on its own (an essential container exited or turned unhealthy) and does not run
+        again at once keeps its stopped containers, for C(docker logs), C(docker inspect) or C(docker cp) of what it
+        left, as the ECS agent's C(ECS_ENGINE_TASK_CLEANUP_WAIT_DURATION) does. Its network and task level (volumes,
+        parent cgroup) stay with them; its GPUs and credentials go at once. They go once the time has passed (at
+        the first converge after it), when its restart policy runs it again, or when it is declared stopped, absent
+        or changed.
+      - V(0) (the default), its containers go when it stops; its last output is kept in any case
+        (RV(tasks[].containers[].last_output)).
+    type: int
+    default: 0
   metrics_path:
     description:
       - A directory, such as node_exporter's textfile collector's. After each converge (not in check mode) the module

@@ -520,3 +520,39 @@ def test_a_stopped_task_keeps_what_its_exited_containers_printed_and_its_event_t
     gone = p.plan_task(decl(state='stopped'), both(decl()), {'last_status': 'RUNNING', 'desired_status': 'RUNNING'},
                        T0)
     assert [e for e in gone.events if e['event'] == 'task.stopped'][0].get('last_output') is None
+
+
+def test_a_stopped_run_keeps_its_containers_for_the_cleanup_wait_then_they_go():
+    d = decl()
+    stop = p.plan_task(d, both(d, main='exited', code=3), None, T0 + 10, keep=600)
+    assert stop.keep and stop.remove == [] and not stop.start and stop.changed
+    assert [o['id'] for o in stop.halt] == ['id-side']                 # still running: stopped, kept
+    assert stop.record['last_status'] == 'STOPPED' and [e['event'] for e in stop.events] == ['task.stopped']
+    kept = both(d, main='exited', side='exited', code=3)
+    # within the wait: nothing happens, no second stop is told
+    during = p.plan_task(d, kept, stop.record, T0 + 609, keep=600)
+    assert during.keep and during.remove == [] and not during.changed and not during.events and not during.write
+    # the wait over: they go, the record stays as it was
+    after = p.plan_task(d, kept, stop.record, T0 + 610, keep=600)
+    assert not after.keep and [o['id'] for o in after.remove] == ['id-main', 'id-side'] and after.changed
+    assert after.record['stopped_reason'] == 'container main exited (3)' and not after.start and not after.events
+    # without a wait (the default) they go when it stops
+    assert [o['id'] for o in p.plan_task(d, both(d, main='exited', code=3), None, T0 + 10).remove] == \
+        ['id-main', 'id-side']
+
+
+def test_kept_containers_go_before_a_restart_a_change_or_a_stop():
+    d = decl(restart='on-failure')
+    stop = p.plan_task(d, both(d, main='exited', code=3), None, T0, keep=600)
+    assert stop.start and not stop.keep and len(stop.remove) == 2        # restarted at once: nothing kept
+    held = dict(stop.record, last_status='STOPPED', hold_until=T0 + 30, stopped_at=T0, desired_status='RUNNING')
+    kept = both(d, main='exited', side='exited', code=3)
+    waiting = p.plan_task(d, kept, held, T0 + 29, keep=600)
+    assert waiting.keep and not waiting.start and waiting.remove == []
+    due = p.plan_task(d, kept, held, T0 + 30, keep=600)
+    assert due.start and len(due.remove) == 2 and not due.keep
+    changed = decl(restart='on-failure', containers=[{'name': 'main', 'image': IMG, 'command': ['true']}])
+    assert p.plan_task(changed, kept, held, T0 + 1, keep=600).start
+    assert len(p.plan_task(changed, kept, held, T0 + 1, keep=600).remove) == 2
+    stopped = p.plan_task(decl(state='stopped'), kept, held, T0 + 1, keep=600)
+    assert len(stopped.remove) == 2 and not stopped.keep
