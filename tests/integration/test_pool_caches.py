@@ -172,7 +172,10 @@ def test_max_size_is_kept_while_the_slot_is_vacant(engine, standin, module_runne
 
 # A job that writes where it may (slot 1 of a slot1-seeded snapshot writes its own volume), and otherwise reads
 # the snapshot twice, some seconds apart, after trying to write it.
+# The writer also leaves what a hostile job would: a FIFO (a copy that opened it would hang, or read what another
+# writer sends) and a link to a host path (a copy that followed it would take the host's file into the snapshot).
 SEEDED = ('if touch /mods/probe 2>/tmp/err; then echo "writer: $WORD" ; echo "$WORD" > /mods/word; '
+          'rm -f /mods/pipe /mods/host-shadow; mkfifo /mods/pipe; ln -s /etc/shadow /mods/host-shadow; '
           'else cat /tmp/err; echo "first read: $(cat /mods/word 2>/dev/null)"; sleep 6; '
           'echo "second read: $(cat /mods/word 2>/dev/null)"; fi')
 
@@ -226,7 +229,10 @@ def test_a_pool_snapshot_seeded_from_slot_1_never_changes_under_a_running_job(
     outputs, events = runs(engine, run, standin, pool_name, ['one'])
     assert 'writer: one' in outputs[1], outputs
     [seeded] = [e for e in events if e['event'] == 'cache.seeded']
-    assert (seeded['cache'], seeded['generation'], seeded['left_out']) == ('mods', 2, 0), seeded
+    assert (seeded['cache'], seeded['generation'], seeded['left_out']) == ('mods', 2, 1), seeded     # the FIFO
+    snapshot = engine.volumes.get(snapshot_names(engine, pool_name)[0]).attrs['Mountpoint']
+    assert sorted(os.listdir(snapshot)) == ['host-shadow', 'probe', 'word']
+    assert os.readlink(os.path.join(snapshot, 'host-shadow')) == '/etc/shadow'     # a link, never followed
     assert snapshot_names(engine, pool_name) == ['drover-cache-%s-%s-mods-g2' % (seeded_scope(engine, pool_name),
                                                                                  pool_name)]
 
