@@ -100,6 +100,33 @@ class Ledger:
         return True
 
 
+def delivery(how, uuids, environment):
+    """How pinned GPUs reach a container (`how`: gpu_delivery): (environment, device requests)."""
+    if not uuids:
+        return environment, None
+    if how == 'env':
+        return dict(environment, NVIDIA_VISIBLE_DEVICES=','.join(uuids)), None
+    if how == 'cdi':
+        return environment, [{'driver': 'cdi', 'device_ids': ['nvidia.com/gpu=%s' % u for u in uuids]}]
+    return environment, [{'driver': 'nvidia', 'device_ids': list(uuids), 'capabilities': [['gpu']]}]
+
+
+def pass_ledger(params, wanted, engine, store):
+    """The GPU ledger of a pass of ecs_task or gh_runner_slot (host options gpu_discovery, gpu_devices,
+    gpu_delivery): the host's pins, with the GPUs discovered only when something declared asks for some
+    (`wanted`). Raises GpuFailure."""
+    if not wanted:
+        return Ledger.load(store, [], 'none')
+    if params.get('gpu_delivery') == 'cdi' and not engine.supports_cdi():
+        raise GpuFailure('gpu_delivery cdi needs a Docker engine with CDI support (25 or newer); this host runs '
+                         '%s: use gpu_delivery device-request or env' % engine.describe())
+    try:
+        devices, source = gpu_mod.discover(params.get('gpu_discovery') or 'auto', params.get('gpu_devices'))
+    except gpu_mod.GpuError as exc:
+        raise GpuFailure('GPU discovery: %s' % exc)
+    return Ledger.load(store, devices, source)
+
+
 def check_discovery(params):
     """Check discovery/devices; returns the checked static list (or None)."""
     mode = params.get('discovery') or 'auto'

@@ -22,7 +22,9 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_gpu as gpu_plan
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan_mod
+from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, Ledger, delivery, pass_ledger
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError, split_image
 from ansible_collections.drover.fleet.plugins.module_utils._github import Etags, GitHub, GitHubError, RateLimited, BUSY
 from ansible_collections.drover.fleet.plugins.module_utils import _files
@@ -72,8 +74,11 @@ def _epoch(ts):
 
 
 class PoolPass:
-    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None):
+    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None, gpus=None):
         self.spec = spec
+        # The host's GPU ledger, shared with ecs_task's tasks, and how pinned GPUs reach a runner (gpu_delivery).
+        self.ledger, self.gpu_delivery = gpus or (Ledger({}, [], 'none'), 'device-request')
+        self.gpu_ids = {}               # slot index -> the GPUs pinned for the runner it starts this pass
         self.host_listing = listing     # every runner container on the engine, listed once per call
         self.scope = scope
         self.listing = listing if scope is None else scoped(listing, scope)     # those of this store
@@ -92,7 +97,8 @@ class PoolPass:
         self.image_ready = False        # the profile's image is on the host (checked or pulled this pass)
         self.cache_binds = {}           # slot index -> the binds of its cache volumes, made before its runner starts
         self.caches = PoolCaches(engine, spec, scope, check_mode, now, self.events, self.warnings)
-        self.waiting = []               # when each matching queued job was queued (epoch seconds), oldest first
+        self.queued_since = []          # when each matching queued job was queued (epoch seconds), oldest first
+        self.waiting_for = []           # the slots that wait this pass, with the cause (gpu)
         self.pickups = []               # seconds from a job queued to the runner started for it, this pass
         row = store.pool(spec.pool)
         self.state = plan_mod.fresh_state()
@@ -128,7 +134,8 @@ class PoolPass:
             row = self.stored_slots.get(idx) or {}
             out[idx] = {'runner_name': c['name'], 'runner_id': runner_id, 'container_id': c['id'],
                         'started_at': c.get('created') or row.get('started_at'), 'state': c['state'],
-                        'busy': bool(row.get('busy')) and row.get('runner_id') == runner_id}
+                        'busy': bool(row.get('busy')) and row.get('runner_id') == runner_id,
+                        'gpus': [u for u in (labels.get('drover.gpus') or '').split(',') if u]}
         return out
 
     def _api_open(self):
@@ -151,6 +158,50 @@ class PoolPass:
             self.events.append(plan_mod.event('github.error', self.spec.pool, self.now, call=what, status=exc.status,
                                               error=str(exc)))
         return None, False
+
+    # --- GPUs ------------------------------------------------------------------------------------
+
+    def gpu_task(self):
+        """The ledger's name for the pool's runners ('@' is in no cluster or task name: never a task's)."""
+        return 'pool@%s' % self.spec.pool
+
+    def _gpu_key(self, idx):
+        return '%s/slot%d' % (self.gpu_task(), idx + 1)
+
+    def sync_gpus(self, occupants):
+        """The ledger's pins of the pool's runners, as the runner containers say: a runner's GPUs (its label
+        drover.gpus) pinned to its slot again when the store lost them, a vacant slot's released."""
+        task = self.gpu_task()
+        for key in list(gpu_plan.pinned(self.ledger.pins)):
+            if gpu_plan.task_of(key) == task and key not in [self._gpu_key(idx) for idx in occupants]:
+                self.ledger.release_key(key)
+        for idx, occ in sorted(occupants.items()):
+            uuids = occ.get('gpus') or []
+            if uuids and sorted(self.ledger.held(self._gpu_key(idx))) != sorted(uuids):
+                error = self.ledger.adopt(self._gpu_key(idx), task, uuids)[1]
+                if error:
+                    self.warnings.append('pool %s: runner %s: %s' % (self.spec.pool, occ['runner_name'], error))
+
+    def _pin_gpus(self, slots):
+        """Pin profile.gpus GPUs for each slot's runner, in slot order; a slot that cannot get them (nor those
+        after it) waits, told as runner.waiting with cause gpu. The slots that got them."""
+        count = self.spec.profile.gpus
+        out = []
+        for idx in slots:
+            key = self._gpu_key(idx)
+            uuids, error = self.ledger.pin(key, self.gpu_task(), count)
+            if error:
+                said = self.ledger.short('profile.gpus', key, count)
+                waiting = [i + 1 for i in slots[len(out):]]
+                self.waiting_for.extend({'slot': i, 'cause': 'gpu'} for i in waiting)
+                self.warnings.append('pool %s: slot(s) %s wait for GPUs: %s' % (
+                    self.spec.pool, ', '.join(str(i) for i in waiting), said))
+                self.events.append(plan_mod.event('runner.waiting', self.spec.pool, self.now, cause='gpu',
+                                                  slots=waiting, error=said))
+                break
+            self.gpu_ids[idx] = uuids
+            out.append(idx)
+        return out
 
     # --- steps -----------------------------------------------------------------------------------
 
@@ -342,7 +393,7 @@ class PoolPass:
             return None
         mine = [j for j in jobs if plan_mod.matches(j['labels'], self.spec.labels)]
         # When each waits since, oldest first: a runner started this pass picks up the oldest still waiting.
-        self.waiting = sorted(t for t in (_epoch(j.get('created_at')) for j in mine) if t is not None)
+        self.queued_since = sorted(t for t in (_epoch(j.get('created_at')) for j in mine) if t is not None)
         return len(mine)
 
     def stop(self, occupants, idx, kill):
@@ -380,6 +431,10 @@ class PoolPass:
                                   'started_at': self.now, 'state': 'planned', 'busy': False}
                 self.started.append(name)
             return True
+        if spec.profile.gpus:
+            slots = self._pin_gpus(slots)
+            if not slots:
+                return False
         try:
             self._ensure_image()
         except EngineError as exc:
@@ -410,7 +465,8 @@ class PoolPass:
                 every = False
                 continue
             occupants[idx] = {'runner_name': name, 'runner_id': runner_id, 'container_id': cid,
-                              'started_at': self.now, 'state': 'running', 'busy': False}
+                              'started_at': self.now, 'state': 'running', 'busy': False,
+                              'gpus': self.gpu_ids.get(idx) or []}
             self._started(name, runner_id, idx)
         return every
 
@@ -468,8 +524,13 @@ class PoolPass:
                   'drover.runner-id': str(runner_id), 'drover.repository': owner_of(spec)}
         if self.scope is not None:
             labels[STORE_LABEL] = self.scope
+        gpus = self.gpu_ids.get(idx) or []
+        if gpus:
+            labels['drover.gpus'] = ','.join(gpus)
+        environment, device_requests = delivery(self.gpu_delivery, gpus, dict(spec.profile.environment))
         try:
-            cid = self.engine.create(name, spec.profile.image, labels, environment=dict(spec.profile.environment),
+            cid = self.engine.create(name, spec.profile.image, labels, environment=environment,
+                                     device_requests=device_requests,
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
                                      binds=['%s:%s:ro' % (path, JIT_MOUNT)] + self.cache_binds.get(idx, []),
@@ -509,8 +570,8 @@ class PoolPass:
 
     def _started(self, name, runner_id, idx):
         pickup = None
-        if self.waiting:
-            pickup = max(0, int(self.now) - self.waiting.pop(0))
+        if self.queued_since:
+            pickup = max(0, int(self.now) - self.queued_since.pop(0))
             self.pickups.append(pickup)
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
                                           runner_id=runner_id, slot=idx + 1, pickup_seconds=pickup))
@@ -529,12 +590,12 @@ class PoolPass:
             occ = occupants.get(idx)
             if occ is None:
                 out.append({'index': idx + 1, 'state': 'free', 'runner_name': None, 'runner_id': None,
-                            'container_id': None, 'started_at': None})
+                            'container_id': None, 'started_at': None, 'gpu_ids': []})
                 continue
             state = 'busy' if occ.get('busy') else ('idle' if occ.get('online') else 'starting')
             out.append({'index': idx + 1, 'state': state, 'runner_name': occ['runner_name'],
                         'runner_id': occ['runner_id'], 'container_id': occ['container_id'],
-                        'started_at': iso(occ.get('started_at'))})
+                        'started_at': iso(occ.get('started_at')), 'gpu_ids': list(occ.get('gpus') or [])})
         return out
 
     def sweep_jit_files(self, occupants):
@@ -642,9 +703,9 @@ def _purged(params, mid, store, listing, declared, github_factory):
     return out
 
 
-def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
+def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus=None):
     """One pool's pass over a shared engine listing: the pool's result (with `changed` and `warnings`)."""
-    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope)
+    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope, gpus)
     before_hold = dict(work.state)
     occupants = work.occupants()
     vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
@@ -660,8 +721,10 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
         work.stop(occupants, idx, kill=True)
     for idx in decided.stop:
         work.stop(occupants, idx, kill=False)
+    work.sync_gpus(occupants)                                   # vacant slots' GPUs free before any start
     if decided.start:
         work.start_many(occupants, list(decided.start))
+        work.sync_gpus(occupants)
     work.deregister_ended()
     work.caches.prune_all()
     work.caches.purge(occupants)
@@ -670,7 +733,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope):
         'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted
                         or work.state != before_hold),
         'pool': {'name': spec.pool, 'owner': owner_of(spec), 'slots': work.slot_views(occupants),
-                 'hold': plan_mod.hold_view(work.state, spec, now)},
+                 'hold': plan_mod.hold_view(work.state, spec, now), 'waiting': work.waiting_for},
         'started': work.started, 'stopped': work.stopped, 'released': work.released,
         'orphans_deleted': work.orphans_deleted, 'queued': queued, 'events': work.events, 'pickups': work.pickups,
         'warnings': work.warnings, 'github_requests': getattr(gh, 'requests', 0),
@@ -703,8 +766,16 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         for dummy, dummy, dummy, gh in declared:
             if isinstance(gh, GitHub):
                 gh.etags = etags
-        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope)
+        try:
+            ledger = pass_ledger(params, any(s.profile is not None and s.profile.gpus for dummy, s, dummy, dummy in declared),
+                                 engine, store)
+        except GpuFailure as exc:
+            raise TaskFailure(exc.msg)
+        gpus = (ledger, params.get('gpu_delivery') or 'device-request')
+        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus)
                    for dummy, spec, dummy, gh in declared]
+        if not check_mode:
+            ledger.save(store, now)
         if not check_mode:
             _write_etags(etags_path, etags.used)
             for result in results:

@@ -26,9 +26,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as 
 from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _files as files_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
-from ansible_collections.drover.fleet.plugins.module_utils import _gpu as gpu_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
-from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
+from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, Ledger, delivery, pass_ledger
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
@@ -331,17 +330,6 @@ class Pass:
             self.warnings.append('%s; container %s of task %s/%s runs without GPUs (best effort; gpu_strict=true '
                                  'makes this a failure)' % (error, spec.name, decl.cluster, decl.name))
         return uuids, None
-
-    def _delivery(self, uuids, environment):
-        """How pinned GPUs reach a container: (environment, device requests)."""
-        if not uuids:
-            return environment, None
-        how = self.gpu['delivery']
-        if how == 'env':
-            return dict(environment, NVIDIA_VISIBLE_DEVICES=','.join(uuids)), None
-        if how == 'cdi':
-            return environment, [{'driver': 'cdi', 'device_ids': ['nvidia.com/gpu=%s' % u for u in uuids]}]
-        return environment, [{'driver': 'nvidia', 'device_ids': list(uuids), 'capabilities': [['gpu']]}]
 
     def _drop_credentials(self, decl):
         """Credentials never outlive their task: deregister them on every path that ends it."""
@@ -726,7 +714,7 @@ class Pass:
             environment.update(self._credential_env(decl, cred_id))
         if uuids:
             labels['drover.gpus'] = ','.join(uuids)
-        environment, device_requests = self._delivery(uuids, environment)
+        environment, device_requests = delivery(self.gpu['delivery'], uuids, environment)
         config, host, more_labels = settings.render(spec, decl.name, self._names(decl), self._volumes(decl))
         host.update(self._task_host(decl, spec))
         if spec.firelens_configuration is not None:
@@ -967,17 +955,11 @@ def _check_binds(tasks, allowed):
 
 def _ledger(params, tasks, engine, store):
     """The GPU ledger of the pass. GPUs are discovered only when a declared container asks for some."""
-    wanted = [t for t in tasks if t.state == 'running' and any(c.gpu for c in t.containers)]
-    if not wanted:
-        return Ledger.load(store, [], 'none')
-    if params.get('gpu_delivery') == 'cdi' and not engine.supports_cdi():
-        raise TaskFailure('gpu_delivery cdi needs a Docker engine with CDI support (25 or newer); this host runs '
-                          '%s: use gpu_delivery device-request or env' % engine.describe())
     try:
-        devices, source = gpu_mod.discover(params.get('gpu_discovery') or 'auto', params.get('gpu_devices'))
-    except gpu_mod.GpuError as exc:
-        raise TaskFailure('GPU discovery: %s' % exc)
-    return Ledger.load(store, devices, source)
+        return pass_ledger(params, any(t.state == 'running' and any(c.gpu for c in t.containers) for t in tasks),
+                           engine, store)
+    except GpuFailure as exc:
+        raise TaskFailure(exc.msg)
 
 
 def _health_words(decl, view):

@@ -30,6 +30,15 @@ ECS_TASK_POLICY = ('allow_host_network', 'allow_privileged', 'allow_host_namespa
 GH_RUNNER_POLICY = ('allow_host_network',)
 
 
+# How a host's GPUs are found and reach a container: the same for ecs_task's tasks and gh_runner_slot's runners,
+# which share the host's GPU ledger.
+GPU_HOST_OPTIONS = dict(
+    gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
+    gpu_devices=dict(type='list', elements='str'),
+    gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
+)
+
+
 def host_args(lock=True):
     """The options every module takes to reach the engine and the store."""
     spec = dict(
@@ -149,9 +158,6 @@ def ecs_task_spec():
         tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         host_check=dict(type='dict', options=host_check_options()),
-        gpu_discovery=dict(type='str', choices=['auto', 'nvml', 'nvidia-smi', 'static'], default='auto'),
-        gpu_devices=dict(type='list', elements='str'),
-        gpu_delivery=dict(type='str', choices=['device-request', 'env', 'cdi'], default='device-request'),
         gpu_strict=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),
         allow_privileged=dict(type='bool', default=False),
@@ -168,6 +174,7 @@ def ecs_task_spec():
         bind_paths=dict(type='list', elements='str'),
         attributes=dict(type='dict'),
     )
+    spec.update(GPU_HOST_OPTIONS)
     spec.update(host_args())
     return spec
 
@@ -233,6 +240,7 @@ POOL_OPTIONS = dict(
             keep=dict(type='int', default=5),
             max_age=dict(type='int'),
         )),
+        gpus=dict(type='int', default=0),
         caches=dict(type='list', elements='dict', options=dict(
             name=dict(type='str', required=True),
             path=dict(type='str', required=True),
@@ -278,6 +286,7 @@ def gh_runner_slot_spec():
         allow_host_network=dict(type='bool', default=False),
         metrics_path=dict(type='path'),
     )
+    spec.update(GPU_HOST_OPTIONS)
     spec.update(host_args())
     return spec
 
@@ -286,6 +295,7 @@ GH_RUNNER_SLOT_RULES = dict(
     mutually_exclusive=[('pool', 'pools'), ('repository', 'organization'), ('token', 'app_id'),
                         ('token', 'app_private_key')],
     required_one_of=[('pool', 'pools')],
+    required_if=[('gpu_discovery', 'static', ('gpu_devices',))],
 )
 
 

@@ -231,8 +231,9 @@ class Plan:
         self.changed = False
         self.warnings = []
         self.changed_fields = None  # with a replacement: the fields of the declaration that changed
-        self.keep = False         # a run that stopped keeps its containers (task_cleanup_wait): they, its network
-                                  # and its task level stay; its GPUs and credentials go
+        # A run that stopped keeps its containers (task_cleanup_wait): they, its network and its task level stay;
+        # its GPUs and credentials go.
+        self.keep = False
         self.halt = []            # with keep: the containers still running, stopped (not removed)
 
 

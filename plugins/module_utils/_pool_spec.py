@@ -35,7 +35,7 @@ MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
-                                             'pull', 'registry_auth', 'capabilities', 'records', 'caches'))
+                                             'pull', 'registry_auth', 'capabilities', 'records', 'caches', 'gpus'))
 # A cache: a named volume mounted at `path` in each runner of the pool. Scope slot: a volume of each slot's own,
 # written by one runner at a time. Scope pool: a read-only snapshot, seed_from slot1 (slot 1 writes its own volume,
 # copied into a new snapshot after a job ran there) or seed_from pool:<name> (that pool's snapshot, read here).
@@ -44,6 +44,7 @@ Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_s
 SEED_SLOT = 'slot1'
 SEED_RE = re.compile(r'^(slot1|pool:[a-zA-Z0-9][a-zA-Z0-9_.-]*)\Z')
 CACHES_MAX = 16
+GPUS_MAX = 64                   # GPUs pinned to each runner of a profile (from the host's ledger)
 # Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
 Records = collections.namedtuple('Records', ('keep', 'max_age'))
 RECORDS_KEEP = 5
@@ -103,7 +104,7 @@ def _profile(raw, allow_host_network=False):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
                      {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth',
-                      'capabilities', 'records', 'caches'})
+                      'capabilities', 'records', 'caches', 'gpus'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -137,9 +138,12 @@ def _profile(raw, allow_host_network=False):
     auth = registry_auth(raw.get('registry_auth'), 'profile.registry_auth')
     if auth is not None and auth.ecr:
         raise SpecError('profile.registry_auth.ecr is not supported for runner images: give username and password')
+    gpus = raw.get('gpus') or 0
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0 or gpus > GPUS_MAX:
+        raise SpecError('profile.gpus must be a whole number of GPUs from 0 to %d, got %r' % (GPUS_MAX, raw.get('gpus')))
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
                    pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')),
-                   caches(raw.get('caches')))
+                   caches(raw.get('caches')), gpus)
 
 
 def caches(raw):

@@ -40,6 +40,7 @@ extends_documentation_fragment:
   - drover.fleet.containers
   - drover.fleet.host
   - drover.fleet.host.LOCK
+  - drover.fleet.gpu.HOST
   - drover.fleet.attributes
   - drover.fleet.attributes.ACTIONGROUP
 attributes:
@@ -332,7 +333,7 @@ options:
         the first converge after it), when its restart policy runs it again, or when it is declared stopped, absent
         or changed.
       - V(0) (the default), its containers go when it stops; its last output is kept in any case
-        (RV(tasks[].containers[].last_output)).
+        (C(containers[].last_output) of RV(task) and RV(tasks)).
     type: int
     default: 0
   metrics_path:
@@ -426,26 +427,6 @@ options:
     description:
       - An endpoint URL for those STS and ECR calls other than AWS's own (a VPC endpoint, or a test server).
     type: str
-  gpu_discovery:
-    description:
-      - How the host's GPUs are found, when a declared container asks for some (see M(drover.fleet.gpu_pin)).
-      - V(auto) tries NVML, then C(nvidia-smi), then finds none; V(static) takes O(gpu_devices).
-    type: str
-    choices: [auto, nvml, nvidia-smi, static]
-    default: auto
-  gpu_devices:
-    description: The GPU UUIDs of a host without the NVIDIA stack, with O(gpu_discovery=static).
-    type: list
-    elements: str
-  gpu_delivery:
-    description:
-      - How pinned GPUs reach a container. V(device-request) is a Docker device request for the C(nvidia) driver
-        (needs the NVIDIA container toolkit); V(env) sets only C(NVIDIA_VISIBLE_DEVICES); V(cdi) asks for the CDI
-        devices C(nvidia.com/gpu=<uuid>) and needs Docker 25 or newer, so it is refused on older engines
-        before anything changes.
-    type: str
-    choices: [device-request, env, cdi]
-    default: device-request
   gpu_strict:
     description: Make a short GPU ledger fail the task's start (C(container start failed)) instead of running without GPUs.
     type: bool

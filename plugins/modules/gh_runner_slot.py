@@ -39,6 +39,7 @@ author:
 extends_documentation_fragment:
   - drover.fleet.host
   - drover.fleet.host.LOCK
+  - drover.fleet.gpu.HOST
   - drover.fleet.attributes
   - drover.fleet.attributes.ACTIONGROUP
 attributes:
@@ -246,6 +247,15 @@ options:
             description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
             type: list
             elements: str
+      gpus:
+        description:
+          - GPUs pinned to each runner of the pool from the host's GPU ledger (the one M(drover.fleet.ecs_task)'s
+            tasks and M(drover.fleet.gpu_pin) use), delivered by O(gpu_delivery); released when the runner ends. A
+            GPU is never shared, and a slot that cannot get its GPUs waits (event C(runner.waiting) with C(cause=gpu),
+            RV(pool.waiting)) and starts at a later pass once they are free. A runner's GPUs are labelled on its
+            container (C(drover.gpus)), and pinned again from there when the store is lost.
+        type: int
+        default: 0
       caches:
         description:
           - Caches that outlive the pool's ephemeral runners. Each is an engine volume of each slot's own
@@ -478,7 +488,11 @@ pool:
       description: The repository or organization it serves.
       type: str
     slots:
-      description: Each slot, C(index) from 1, C(state) (free, starting, idle, busy), C(runner_name), C(runner_id), C(container_id), C(started_at).
+      description: Each slot, C(index) from 1, C(state) (free, starting, idle, busy), C(runner_name), C(runner_id), C(container_id), C(started_at), C(gpu_ids).
+      type: list
+      elements: dict
+    waiting:
+      description: The slots that wait this pass, each with C(slot) and C(cause) (V(gpu)).
       type: list
       elements: dict
     hold:

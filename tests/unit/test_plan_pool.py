@@ -692,3 +692,42 @@ def test_copy_tree_copies_files_dirs_and_links_but_no_device_or_fifo_and_no_setu
     assert (dst / 'd' / 'f').read_bytes() == b'z' * 3000 and os.stat(str(dst / 'd' / 'f')).st_mtime == T0
     assert os.readlink(str(dst / 'shadow')) == '/etc/shadow' and os.path.islink(str(dst / 'shadow'))
     assert stat.S_IMODE(os.stat(str(dst / 'tool')).st_mode) == 0o755
+
+
+@pytest.mark.parametrize('gpus,error', [
+    (-1, 'profile.gpus must be a whole number of GPUs from 0 to 64, got -1'),
+    (65, 'profile.gpus must be a whole number of GPUs from 0 to 64, got 65'),
+    (True, 'profile.gpus must be a whole number of GPUs from 0 to 64, got True'),
+    ('1', "profile.gpus must be a whole number of GPUs from 0 to 64, got '1'"),
+])
+def test_profile_gpus_bad_input(gpus, error):
+    with pytest.raises(p_spec.SpecError) as exc:
+        spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2, 'gpus': gpus})
+    assert str(exc.value) == error
+
+
+def test_profile_gpus_taken():
+    assert spec().profile.gpus == 0
+    assert spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2, 'gpus': 2}).profile.gpus == 2
+
+
+def test_a_runner_s_gpus_come_from_the_shared_ledger_and_a_slot_waits_without_them():
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    gpus = ['GPU-a', 'GPU-b']
+    ledger = Ledger({'GPU-a': ('prod:train/main', 'prod:train')}, gpus, 'static')
+    work = PoolPass(spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 3, 'gpus': 1}),
+                    None, _Store(), None, False, T0, '/nonexistent', [], gpus=(ledger, 'env'))
+    assert work._pin_gpus([0, 1, 2]) == [0]
+    assert work.gpu_ids == {0: ['GPU-b']} and work.waiting_for == [{'slot': 2, 'cause': 'gpu'},
+                                                                   {'slot': 3, 'cause': 'gpu'}]
+    [event] = [e for e in work.events if e['event'] == 'runner.waiting']
+    assert event['slots'] == [2, 3] and event['error'].startswith('profile.gpus')
+    # the runner of slot 1 ended (no occupant): its GPU goes back; a runner found with its label keeps its own
+    work.sync_gpus({})
+    assert ledger.pins == {'GPU-a': ('prod:train/main', 'prod:train')}
+    work.sync_gpus({1: {'runner_name': 'r', 'gpus': ['GPU-b']}})
+    assert ledger.pins['GPU-b'] == ('pool@ci/slot2', 'pool@ci')
+    # a label naming a GPU another holds is a warning, never a second pin
+    work.sync_gpus({1: {'runner_name': 'r', 'gpus': ['GPU-b']}, 2: {'runner_name': 'r3', 'gpus': ['GPU-a']}})
+    assert ledger.pins['GPU-a'] == ('prod:train/main', 'prod:train') and 'GPU-a' in work.warnings[-1]
