@@ -90,6 +90,20 @@ while read -r name pool; do
   [ -n "$name" ] || continue
   [[ $pool =~ $TEST_POOLS ]] && found "cache volume $name (pool $pool)" docker volume rm -f "$name"
 done < <(docker volume ls --filter label=drover.role=cache --format '{{.Name}} {{.Label "drover.pool"}}')
+# Slot engines (profile.docker rootless): their holders, engine processes, directories and users.
+while read -r name pool; do
+  [ -n "$name" ] || continue
+  [[ $pool =~ $TEST_POOLS ]] && found "slot holder $name (pool $pool)" docker rm -f "$name"
+done < <(docker ps -a --filter label=drover.role=slot-holder --format '{{.Names}} {{.Label "drover.pool"}}')
+while read -r pid _; do
+  [ -n "$pid" ] && found "slot engine process $pid" kill -9 "$pid"
+done < <(pgrep -f 'dockerd-rootless.sh --data-root /var/lib/drover-slots/' 2>/dev/null || true)
+for dir in /var/lib/drover-slots/*/; do
+  [ -d "$dir" ] && found "slot engine directory ${dir%/}" rm -rf "$dir"
+done
+while IFS=: read -r user _; do
+  case $user in drv[0-9a-f]*) [ ${#user} = 13 ] && found "slot user $user" userdel "$user" ;; esac
+done < /etc/passwd
 # A task's FireLens files (its log router's configuration and socket), which go with the task.
 for dir in /run/drover/firelens/*/; do
   [ -d "$dir" ] && found "FireLens files ${dir%/}" rm -rf "$dir"

@@ -31,10 +31,18 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 busybox_rootfs "$root" runner
 install -m 0755 "$entrypoint" "$root/runner/run.sh"
+# A docker client for jobs whose profile has an engine of the slot's own (profile.docker): Debian's, with the
+# C library it links.
+if [ -x /usr/bin/docker ]; then
+  install -D -m 0755 /usr/bin/docker "$root/usr/bin/docker"
+  for lib in $(ldd /usr/bin/docker | awk '$(NF-1) ~ /^\// {print $(NF-1)} $1 ~ /^\// {print $1}' | sort -u); do
+    install -D -m 0755 "$lib" "$root$lib"
+  done
+fi
 tar -C "$root" --owner=0 --group=0 --numeric-owner -c . |
   docker import \
     -c 'ENTRYPOINT ["/runner/run.sh"]' \
-    -c 'ENV PATH=/bin' \
+    -c 'ENV PATH=/bin:/usr/bin' \
     -c 'WORKDIR /runner' \
     -c "LABEL $LABEL=$want" \
     - "$IMAGE" >/dev/null

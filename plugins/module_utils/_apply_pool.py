@@ -30,6 +30,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._github import Etags,
 from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
+from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
+    HOLDER_ROLE as SLOT_HOLDER_ROLE, SlotEngine, SlotEngineError)
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -41,6 +43,9 @@ ROLE = RUNNER_ROLE
 
 
 JIT_MOUNT = '/runner/.jitconfig'
+# The image of a slot's network holder (profile.docker rootless): the collection's own.
+HOLDER_IMAGE = 'drover.local/busybox:1'
+SLOTS_MAX = 256                 # profile.slots at most: the slots whose engines a drained pool looks for
 # The listings' ETags and last answers, beside the store: the next pass asks with If-None-Match, and GitHub's
 # 304 answers do not count against the rate limit.
 ETAGS_FILE = 'github-etags.json'
@@ -79,6 +84,7 @@ class PoolPass:
         # The host's GPU ledger, shared with ecs_task's tasks, and how pinned GPUs reach a runner (gpu_delivery).
         self.ledger, self.gpu_delivery = gpus or (Ledger({}, [], 'none'), 'device-request')
         self.gpu_ids = {}               # slot index -> the GPUs pinned for the runner it starts this pass
+        self.slot_engines = {}          # slot index -> its SlotEngine (profile.docker rootless), ready this pass
         self.host_listing = listing     # every runner container on the engine, listed once per call
         self.scope = scope
         self.listing = listing if scope is None else scoped(listing, scope)     # those of this store
@@ -158,6 +164,30 @@ class PoolPass:
             self.events.append(plan_mod.event('github.error', self.spec.pool, self.now, call=what, status=exc.status,
                                               error=str(exc)))
         return None, False
+
+    # --- slot engines (profile.docker) --------------------------------------------------------------
+
+    def slot_engine(self, idx):
+        if idx not in self.slot_engines:
+            labels = {'drover.pool': self.spec.pool, 'drover.slot': str(idx + 1)}
+            if self.scope:
+                labels[STORE_LABEL] = self.scope
+            self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels)
+        return self.slot_engines[idx]
+
+    def remove_slot_engines(self, occupants):
+        """A pool declared absent, once no runner is left: its slots' engines stop and their holders go; with
+        purge_caches their data (images, build cache) and users too."""
+        if self.check_mode or self.spec.state != 'absent' or occupants:
+            return
+        holders = set(c['name'] for c in self.engine.list_role(SLOT_HOLDER_ROLE))
+        for idx in range(SLOTS_MAX):
+            slot = self.slot_engine(idx)
+            try:
+                if slot.holder_name in holders or os.path.isdir(slot.dir):
+                    slot.remove(keep_data=not self.spec.purge_caches)
+            except (EngineError, OSError) as exc:
+                self.warnings.append('pool %s: the engine of slot %d stays: %s' % (self.spec.pool, idx + 1, exc))
 
     # --- GPUs ------------------------------------------------------------------------------------
 
@@ -265,6 +295,8 @@ class PoolPass:
         slot = occ.get('idx')
         if slot is not None:
             self.caches.ended(slot, read['took'])
+            if self.spec.profile is not None and self.spec.profile.docker == 'rootless' and not self.check_mode:
+                self.warnings.extend(self.slot_engine(slot).empty())
         if occ.get('runner_id') and not self.check_mode:
             self.ended_registrations.append(occ)
         self.state, events = plan_mod.ended(self.state, self.spec.pool, read['took'], finished - started, self.now,
@@ -447,6 +479,15 @@ class PoolPass:
             first = runner_name(spec, slots[0], self.now)
             self._hold(plan_mod.CAUSE_START, 'cannot start %s: its caches: %s' % (first, exc))
             return False
+        if spec.profile.docker == 'rootless':
+            try:
+                for idx in slots:
+                    if self.slot_engine(idx).ensure():
+                        self.events.append(plan_mod.event('slot.engine_started', spec.pool, self.now, slot=idx + 1))
+            except (EngineError, SlotEngineError) as exc:
+                first = runner_name(spec, slots[0], self.now)
+                self._hold(plan_mod.CAUSE_START, 'cannot start %s: its slot engine: %s' % (first, exc))
+                return False
         prepared = []
         for idx in slots:
             ready = self._register(idx)
@@ -484,8 +525,10 @@ class PoolPass:
         runner id, file), or None (the pool held)."""
         spec = self.spec
         name = self._fresh_name(idx)
+        # With an engine of the slot's own, jobs run in the slot's work folder, at the path its engine sees too.
+        folder = self.slot_engine(idx).work if spec.profile.docker == 'rootless' else spec.work_folder
         registered, ok = self._github('register runner %s' % name, self.gh.register, name, spec.runner_group_id,
-                                      spec.labels, spec.work_folder)
+                                      spec.labels, folder)
         if not ok:
             self._hold(plan_mod.CAUSE_REGISTER, 'cannot register runner %s' % name)
             return None
@@ -499,6 +542,8 @@ class PoolPass:
                 pass
             fd = _files.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
             with os.fdopen(fd, 'w') as handle:
+                if spec.profile.docker == 'rootless':
+                    os.fchown(handle.fileno(), *self.slot_engine(idx).ids)     # its runner runs as the slot's user
                 handle.write(jit)
             del jit
         except OSError as exc:
@@ -528,12 +573,22 @@ class PoolPass:
         if gpus:
             labels['drover.gpus'] = ','.join(gpus)
         environment, device_requests = delivery(self.gpu_delivery, gpus, dict(spec.profile.environment))
+        network_mode = None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode
+        binds = ['%s:%s:ro' % (path, JIT_MOUNT)] + self.cache_binds.get(idx, [])
+        config = None
+        if spec.profile.docker == 'rootless':
+            # The runner runs as the slot's own user: what a job writes in its workspace is root's in the slot
+            # engine's containers (the same host user), and nothing of it is the host's root.
+            slot = self.slot_engine(idx)
+            network_mode = 'container:%s' % slot.holder_name
+            binds += slot.binds()
+            environment = dict(environment, DOCKER_BUILDKIT='1')
+            config = {'user': '%d:%d' % slot.ids}
         try:
-            cid = self.engine.create(name, spec.profile.image, labels, environment=environment,
+            cid = self.engine.create(name, spec.profile.image, labels, environment=environment, config=config,
                                      device_requests=device_requests,
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
-                                     network_mode=None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode,
-                                     binds=['%s:%s:ro' % (path, JIT_MOUNT)] + self.cache_binds.get(idx, []),
+                                     network_mode=network_mode, binds=binds,
                                      cap_add=spec.profile.capabilities.add, cap_drop=spec.profile.capabilities.drop)
             try:
                 self.engine.start(cid)
@@ -728,6 +783,7 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus
     work.deregister_ended()
     work.caches.prune_all()
     work.caches.purge(occupants)
+    work.remove_slot_engines(occupants)
     work.save(occupants)
     return {
         'changed': bool(work.started or work.stopped or work.released or work.orphans_deleted

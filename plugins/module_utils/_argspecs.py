@@ -241,6 +241,7 @@ POOL_OPTIONS = dict(
             max_age=dict(type='int'),
         )),
         gpus=dict(type='int', default=0),
+        docker=dict(type='str', choices=['none', 'rootless', 'sysbox', 'privileged'], default='none'),
         caches=dict(type='list', elements='dict', options=dict(
             name=dict(type='str', required=True),
             path=dict(type='str', required=True),

@@ -35,7 +35,8 @@ MACHINE_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.]{0,63}\Z')
 DEFAULT_API_URL = 'https://api.github.com'
 
 Profile = collections.namedtuple('Profile', ('name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment',
-                                             'pull', 'registry_auth', 'capabilities', 'records', 'caches', 'gpus'))
+                                             'pull', 'registry_auth', 'capabilities', 'records', 'caches', 'gpus',
+                                             'docker'))
 # A cache: a named volume mounted at `path` in each runner of the pool. Scope slot: a volume of each slot's own,
 # written by one runner at a time. Scope pool: a read-only snapshot, seed_from slot1 (slot 1 writes its own volume,
 # copied into a new snapshot after a job ran there) or seed_from pool:<name> (that pool's snapshot, read here).
@@ -44,6 +45,9 @@ Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_s
 SEED_SLOT = 'slot1'
 SEED_RE = re.compile(r'^(slot1|pool:[a-zA-Z0-9][a-zA-Z0-9_.-]*)\Z')
 CACHES_MAX = 16
+# A Docker engine for a runner's jobs: none, or one of each slot's own (rootless); sysbox and privileged are
+# refused as not supported yet.
+DOCKER_MODES = ('none', 'rootless', 'sysbox', 'privileged')
 GPUS_MAX = 64                   # GPUs pinned to each runner of a profile (from the host's ledger)
 # Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
 Records = collections.namedtuple('Records', ('keep', 'max_age'))
@@ -104,7 +108,7 @@ def _profile(raw, allow_host_network=False):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
                      {'name', 'image', 'cpus', 'memory', 'slots', 'network_mode', 'environment', 'pull', 'registry_auth',
-                      'capabilities', 'records', 'caches', 'gpus'})
+                      'capabilities', 'records', 'caches', 'gpus', 'docker'})
     if unknown:
         raise SpecError('profile has unsupported keys: %s' % ', '.join(unknown))
     name = check_name(raw.get('name'), 'profile.name')
@@ -141,9 +145,18 @@ def _profile(raw, allow_host_network=False):
     gpus = raw.get('gpus') or 0
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0 or gpus > GPUS_MAX:
         raise SpecError('profile.gpus must be a whole number of GPUs from 0 to %d, got %r' % (GPUS_MAX, raw.get('gpus')))
+    docker = raw.get('docker') or 'none'
+    if docker not in DOCKER_MODES:
+        raise SpecError('profile.docker must be one of %s, got %r' % (', '.join(DOCKER_MODES), docker))
+    if docker in ('sysbox', 'privileged'):
+        raise SpecError('profile.docker %s is not supported yet: rootless gives each slot an engine of its own '
+                        'without privileges' % docker)
+    if docker == 'rootless' and mode != 'bridge':
+        raise SpecError('profile.docker rootless needs profile.network_mode bridge (the runner joins its slot\'s '
+                        'network, where the slot engine publishes ports), got %s' % mode)
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
                    pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')),
-                   caches(raw.get('caches')), gpus)
+                   caches(raw.get('caches')), gpus, docker)
 
 
 def caches(raw):

@@ -247,6 +247,24 @@ options:
             description: Capabilities dropped (Docker's C(--cap-drop)); V(NET_RAW) is dropped without being named here.
             type: list
             elements: str
+      docker:
+        description:
+          - A Docker engine for the jobs (C(services:), C(container:) jobs, Docker actions, C(docker build)), never the
+            host's. V(none), the default, gives none.
+          - V(rootless) gives each slot an engine of its own - Debian's C(dockerd-rootless.sh) run as an unprivileged
+            host user of the slot's own (C(drv<10 hex>), a subordinate ID range of 65,536 IDs), its data under
+            C(/var/lib/drover-slots/<id>), in the network namespace of a holder container the slot's runner joins
+            (so a step reaches a service it published at C(localhost:<port>)). The runner runs as that user, with the
+            engine's socket at C(/var/run/docker.sock), C(DOCKER_BUILDKIT=1), and its work folder at the same path as
+            the engine sees it (C(docker run -v "$PWD:/w") works). After each job the slot engine's containers, volumes
+            and networks go; its images and build cache stay. A drained pool stops its slot engines, and with
+            O(purge_caches) removes their data and users. Needs O(profile.network_mode=bridge) and, on the host,
+            rootlesskit, slirp4netns, uidmap and a /dev/net/tun any user can open (the host role's
+            C(drover_host_slot_engines)).
+          - V(sysbox) and V(privileged) are refused as not supported yet.
+        type: str
+        choices: [none, rootless, sysbox, privileged]
+        default: none
       gpus:
         description:
           - GPUs pinned to each runner of the pool from the host's GPU ledger (the one M(drover.fleet.ecs_task)'s

@@ -91,7 +91,10 @@ def standin(request):
         sys.path.insert(0, fixtures)
     from github_standin.server import StandIn
     token = getattr(request.module, 'TOKEN', None) or register('ghp_sentinel%s' % uuid.uuid4().hex)
-    server = StandIn(token=token).start()
+    # A module may ask for it on another address of this host (STANDIN_HOST: the engine's bridge gateway, where a
+    # runner on a bridge network reaches it).
+    host = getattr(request.module, 'STANDIN_HOST', None)
+    server = StandIn(token=token, host=host() if callable(host) else (host or '127.0.0.1')).start()
     server.add_repo(getattr(request.module, 'REPO', 'octo/app'))
     server.test_token = token
     yield server

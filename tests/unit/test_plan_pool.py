@@ -731,3 +731,37 @@ def test_a_runner_s_gpus_come_from_the_shared_ledger_and_a_slot_waits_without_th
     # a label naming a GPU another holds is a warning, never a second pin
     work.sync_gpus({1: {'runner_name': 'r', 'gpus': ['GPU-b']}, 2: {'runner_name': 'r3', 'gpus': ['GPU-a']}})
     assert ledger.pins['GPU-a'] == ('prod:train/main', 'prod:train') and 'GPU-a' in work.warnings[-1]
+
+
+@pytest.mark.parametrize('extra,error', [
+    ({'docker': 'dind'}, "profile.docker must be one of none, rootless, sysbox, privileged, got 'dind'"),
+    ({'docker': 'sysbox'}, 'profile.docker sysbox is not supported yet'),
+    ({'docker': 'privileged'}, 'profile.docker privileged is not supported yet'),
+    ({'docker': 'rootless', 'network_mode': 'none'}, 'profile.docker rootless needs profile.network_mode bridge'),
+])
+def test_profile_docker_bad_input(extra, error):
+    with pytest.raises(p_spec.SpecError) as exc:
+        spec(profile=dict({'name': 'small', 'image': 'drover.local/runner:1', 'slots': 2}, **extra))
+    assert str(exc.value).startswith(error), str(exc.value)
+
+
+def test_profile_docker_taken():
+    assert spec().profile.docker == 'none'
+    assert spec(profile={'name': 's', 'image': 'drover.local/runner:1', 'slots': 2, 'docker': 'rootless'}).profile.docker \
+        == 'rootless'
+
+
+def test_slot_ids_differ_by_store_pool_and_slot_and_fit_a_user_name():
+    from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
+    ids = set(se.slot_id(scope, pool, idx) for scope in ('a', 'b') for pool in ('ci', 'cd') for idx in range(3))
+    assert len(ids) == 12 and all(len(i) == 10 for i in ids)
+    assert len('drv' + se.slot_id('a', 'ci', 0)) <= 32
+
+
+def test_a_subordinate_range_is_taken_above_every_range_given(tmp_path):
+    from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
+    path = tmp_path / 'subuid'
+    path.write_text('alice:100000:65536\ndrvx:300000:65536\n')
+    assert se._next_range(str(path)) == 365536
+    assert se._has_range(str(path), 'drvx') and not se._has_range(str(path), 'bob')
+    assert se._next_range(str(tmp_path / 'none')) == se.SUBID_FLOOR
