@@ -141,7 +141,8 @@ class PoolPass:
             out[idx] = {'runner_name': c['name'], 'runner_id': runner_id, 'container_id': c['id'],
                         'started_at': c.get('created') or row.get('started_at'), 'state': c['state'],
                         'busy': bool(row.get('busy')) and row.get('runner_id') == runner_id,
-                        'gpus': [u for u in (labels.get('drover.gpus') or '').split(',') if u]}
+                        'gpus': [u for u in (labels.get('drover.gpus') or '').split(',') if u],
+                        'slot_oom_kills': labels.get('drover.slot-oom-kills')}
         return out
 
     def _api_open(self):
@@ -172,7 +173,10 @@ class PoolPass:
             labels = {'drover.pool': self.spec.pool, 'drover.slot': str(idx + 1)}
             if self.scope:
                 labels[STORE_LABEL] = self.scope
-            self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels)
+            profile = self.spec.profile
+            self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels,
+                                                cpus=profile.cpus if profile else None,
+                                                memory=profile.memory if profile else None)
         return self.slot_engines[idx]
 
     def remove_slot_engines(self, occupants):
@@ -283,16 +287,29 @@ class PoolPass:
         """Release an ended runner; `read`: what its log says (plan_mod.read_runner_log)."""
         started = _epoch(state.get('started_at')) or occ.get('started_at') or self.now
         finished = _epoch(state.get('finished_at')) or self.now
+        more = {}
+        slot = occ.get('idx')
+        base = occ.get('slot_oom_kills')
+        if slot is not None and base is not None and str(base).isdigit():
+            # With an engine of the slot's own: what the kernel killed for memory in the slot while this runner ran
+            # (a job's container that went past the profile's memory).
+            now_kills = self.slot_engine(slot).oom_kills()
+            if now_kills is not None:
+                more['slot_oom_kills'] = max(0, now_kills - int(base))
+                if more['slot_oom_kills']:
+                    self.warnings.append('pool %s: slot %d: the kernel killed %d process(es) of the job of %s for '
+                                         'memory (profile.memory %s MiB)' % (
+                                             self.spec.pool, slot + 1, more['slot_oom_kills'], occ['runner_name'],
+                                             self.spec.profile.memory if self.spec.profile else None))
         self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
                                           took_job=read['took'], job=read['job'], result=read['result'],
                                           runner_fault=read['fault'], runner_version=read['version'],
                                           oom_killed=bool(state.get('oom_killed')),
-                                          exit_code=state.get('exit_code')))
+                                          exit_code=state.get('exit_code'), **more))
         if self.spec.profile is not None and self.spec.profile.records and read['result'] == 'Failed' \
                 and occ.get('container_id') and not self.check_mode:
             self._record(occ, read, logs)
         self._forget(occ, deregister=False)
-        slot = occ.get('idx')
         if slot is not None:
             self.caches.ended(slot, read['took'])
             if self.spec.profile is not None and self.spec.profile.docker == 'rootless' and not self.check_mode:
@@ -575,7 +592,7 @@ class PoolPass:
         environment, device_requests = delivery(self.gpu_delivery, gpus, dict(spec.profile.environment))
         network_mode = None if spec.profile.network_mode == 'bridge' else spec.profile.network_mode
         binds = ['%s:%s:ro' % (path, JIT_MOUNT)] + self.cache_binds.get(idx, [])
-        config = None
+        config, host = None, None
         if spec.profile.docker == 'rootless':
             # The runner runs as the slot's own user: what a job writes in its workspace is root's in the slot
             # engine's containers (the same host user), and nothing of it is the host's root.
@@ -584,8 +601,13 @@ class PoolPass:
             binds += slot.binds()
             environment = dict(environment, DOCKER_BUILDKIT='1')
             config = {'user': '%d:%d' % slot.ids}
+            if slot.cgroups() is not None:
+                host = {'cgroup_parent': slot.cgroup_parent}
+            kills = slot.oom_kills()
+            if kills is not None:
+                labels['drover.slot-oom-kills'] = str(kills)       # so that the pass tells the job's own
         try:
-            cid = self.engine.create(name, spec.profile.image, labels, environment=environment, config=config,
+            cid = self.engine.create(name, spec.profile.image, labels, environment=environment, config=config, host=host,
                                      device_requests=device_requests,
                                      memory_mib=spec.profile.memory, cpus=spec.profile.cpus,
                                      network_mode=network_mode, binds=binds,

@@ -29,14 +29,17 @@ import stat
 import subprocess
 import time
 
+from ansible_collections.drover.fleet.plugins.module_utils._cgroup import CgroupError, Cgroups
+
 SLOTS_ROOT = '/var/lib/drover-slots'
 ROOTLESS_SCRIPT = '/usr/share/docker.io/contrib/dockerd-rootless.sh'
-NEEDS = ('rootlesskit', 'slirp4netns', 'newuidmap', 'newgidmap', 'nsenter', 'setpriv')
+NEEDS = ('rootlesskit', 'slirp4netns', 'newuidmap', 'newgidmap', 'nsenter', 'setpriv', 'iptables')
 SUBIDS = 65536
 SUBID_FLOOR = 200000
 START_TIMEOUT = 60
 HOLDER_ROLE = 'slot-holder'
 SOCKET_IN_RUNNER = '/var/run/docker.sock'
+LINK_LOCAL = '169.254.0.0/16'
 
 
 class SlotEngineError(Exception):
@@ -69,8 +72,12 @@ def slot_id(scope, pool, idx):
 class SlotEngine:
     """One slot's engine: `engine` is the host's (for the holder), `labels` those of the slot's holder."""
 
-    def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT):
+    def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT, cpus=None, memory=None):
         self.engine = engine
+        # The whole slot (runner, engine, the jobs' containers) in one parent cgroup with the profile's limits.
+        self.cgroup_parent = '/drover/slot-%s' % slot_id(scope, pool, idx)
+        self.cpus, self.memory = cpus, memory
+        self._cgroups = None
         self.id = slot_id(scope, pool, idx)
         self.user = 'drv%s' % self.id
         self.dir = os.path.join(root, self.id)
@@ -130,17 +137,30 @@ class SlotEngine:
         return {'id': found[0]['id'], 'state': found[0]['state'], 'pid': state.get('pid')}
 
     def ensure_holder(self):
+        """The holder running, with the slot's network rules in its namespace."""
         held = self.holder()
-        if held is not None and held['state'] == 'running' and held['pid']:
-            return held
-        if held is not None:
-            self.engine.remove(held['id'])
-        cid = self.engine.create(self.holder_name, self.holder_image, self.labels, command=['sleep', '2147483647'])
-        self.engine.start(cid)
-        held = self.holder()
-        if held is None or not held['pid']:
-            raise SlotEngineError('the holder %s did not start' % self.holder_name)
+        if held is None or held['state'] != 'running' or not held['pid']:
+            if held is not None:
+                self.engine.remove(held['id'])
+            cid = self.engine.create(self.holder_name, self.holder_image, self.labels, command=['sleep', '2147483647'])
+            self.engine.start(cid)
+            held = self.holder()
+            if held is None or not held['pid']:
+                raise SlotEngineError('the holder %s did not start' % self.holder_name)
+        self._block_link_local(held['pid'])
         return held
+
+    @staticmethod
+    def _block_link_local(pid):
+        """Nothing in the slot (its runner, its engine's containers through slirp4netns, which connects from this
+        namespace) reaches a link-local address: an instance metadata service, the credentials endpoint."""
+        rule = ['OUTPUT', '-d', LINK_LOCAL, '-j', 'REJECT']
+        base = ['nsenter', '--net=/proc/%d/ns/net' % pid, '--', 'iptables', '-w']
+        if subprocess.run(base + ['-C'] + rule, capture_output=True, timeout=30, check=False).returncode != 0:
+            try:
+                _run(base + ['-I'] + rule)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise SlotEngineError('the slot\'s network cannot block %s: %s' % (LINK_LOCAL, exc))
 
     # --- the engine -----------------------------------------------------------------------------
 
@@ -185,6 +205,7 @@ class SlotEngine:
         except (OSError, subprocess.SubprocessError) as exc:
             raise SlotEngineError('slot user %s: %s' % (self.user, exc))
         holder = self.ensure_holder()
+        procs = self._ensure_cgroup()
         if self._pid() is not None and self.answers():
             return False
         self.stop_engine()
@@ -194,6 +215,11 @@ class SlotEngine:
                 'setpriv', '--reuid=%d' % uid, '--regid=%d' % gid, '--init-groups', '--inh-caps=-all',
                 ROOTLESS_SCRIPT, '--data-root', os.path.join(self.dir, 'data'), '--host', 'unix://%s' % self.socket,
                 '--exec-root', os.path.join(self.run_dir, 'exec')]
+        if procs:
+            # The engine joins the slot's cgroup before it starts anything: its containers are in it too.
+            argv = ['sh', '-c', 'for f in $DROVER_CGROUP_PROCS; do echo $$ > "$f" || exit 1; done; exec "$@"',
+                    'sh'] + argv
+            env['DROVER_CGROUP_PROCS'] = ' '.join(procs)
         log = open(os.path.join(self.dir, 'engine.log'), 'ab')
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=self.dir,
@@ -211,6 +237,47 @@ class SlotEngine:
                 return True
             time.sleep(0.2)
         raise SlotEngineError('the engine of slot %s did not answer within %d s' % (self.id, START_TIMEOUT))
+
+    def cgroups(self):
+        """The host's cgroups when the engine's driver is cgroupfs (which takes a cgroup parent path), else None."""
+        if self._cgroups is None:
+            driver, version = self.engine.cgroups()
+            self._cgroups = Cgroups(version) if driver == 'cgroupfs' else False
+        return self._cgroups or None
+
+    def _ensure_cgroup(self):
+        """The slot's parent cgroup with the profile's limits; the cgroup.procs files the engine joins ([] when the
+        engine's cgroup driver is not cgroupfs)."""
+        groups = self.cgroups()
+        if groups is None:
+            return []
+        try:
+            groups.ensure(self.cgroup_parent, int(self.cpus * 1024) if self.cpus else None, self.memory)
+        except CgroupError as exc:
+            raise SlotEngineError(str(exc))
+        rel = self.cgroup_parent.strip('/')
+        if groups.version == 2:
+            return [os.path.join(groups.root, rel, 'cgroup.procs')]
+        return [os.path.join(groups.root, c, rel, 'cgroup.procs') for c in ('memory', 'cpu')]
+
+    def oom_kills(self):
+        """How many processes the kernel killed for memory in the slot's cgroup so far (None: not known)."""
+        groups = self.cgroups()
+        if groups is None:
+            return None
+        rel = self.cgroup_parent.strip('/')
+        name = 'memory.events' if groups.version == 2 else 'memory.oom_control'
+        path = os.path.join(groups.root, rel, name) if groups.version == 2 else \
+            os.path.join(groups.root, 'memory', rel, name)
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == 'oom_kill' and parts[1].isdigit():
+                        return int(parts[1])
+        except OSError:
+            return None
+        return None
 
     def stop_engine(self):
         pid = self._pid()
@@ -259,6 +326,12 @@ class SlotEngine:
         held = self.holder()
         if held is not None:
             self.engine.remove(held['id'])
+        groups = self.cgroups()
+        if groups is not None:
+            try:
+                groups.remove(self.cgroup_parent)
+            except CgroupError as exc:
+                raise OSError(str(exc))
         if keep_data:
             return
         if os.path.isdir(self.dir):

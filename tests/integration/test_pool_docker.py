@@ -9,9 +9,12 @@ from __future__ import absolute_import, division, print_function
 import os
 import pwd
 import re
+import subprocess
 import uuid
 
-from helpers import wait_for
+import pytest
+
+from helpers import wait_for, warnings_of
 from sweep import register
 
 RUNNER_IMAGE = 'drover.local/runner:1'
@@ -52,14 +55,20 @@ JOB_AGAIN = ('echo "containers: $(docker ps -aq | wc -l)"; echo "volumes: $(dock
              'docker image inspect mine:1 >/dev/null && echo "image: kept"')
 
 
-def test_a_rootless_engine_per_slot(engine, standin, module_runner, store_path, pool_name):
+def pool_runner(module_runner, standin, store_path, pool, slots=1, memory=1024):
+    """One pass of a `docker: rootless` pool of the test's own; keyword arguments override the pool's options."""
     def run(**kw):
-        params = dict(pool=pool_name, labels=['self-hosted', pool_name], token=TOKEN, api_url=standin.url,
-                      store_path=store_path, machine_id='mid' + pool_name, warm=0, repository=REPO,
-                      profile=dict(name='dind', image=RUNNER_IMAGE, slots=2, memory=1024, docker='rootless',
+        params = dict(pool=pool, labels=['self-hosted', pool], token=TOKEN, api_url=standin.url,
+                      store_path=store_path, machine_id='mid' + pool, warm=0, repository=REPO,
+                      profile=dict(name='dind', image=RUNNER_IMAGE, slots=slots, memory=memory, docker='rootless',
                                    environment={'DROVER_JOB_SECONDS': '0.1'}))
         params.update(kw)
         return module_runner('gh_runner_slot', params)
+    return run
+
+
+def test_a_rootless_engine_per_slot(engine, standin, module_runner, store_path, pool_name):
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=2, memory=1024)
 
     def finish(started, timeout=120):
         """Wait for the runners to end, collect them: {slot: output}."""
@@ -119,3 +128,97 @@ def one_slot_dir(engine, pool):
     [holder] = engine.containers.list(all=True, filters={'label': ['drover.role=slot-holder', 'drover.pool=%s' % pool,
                                                                    'drover.slot=1']})
     return holder.name.split('-')[-1]
+
+
+@pytest.fixture
+def metadata_service(tmp_path):
+    """A stand-in instance metadata service at 169.254.169.254, in a network namespace of its own routed from the
+    host (198.18.7.0/30 between them): what a cloud host would answer there."""
+    tag = uuid.uuid4().hex[:6]
+    ns, host_if, ns_if = 'drvtest-md%s' % tag, 'tenimh%s' % tag, 'tenimn%s' % tag
+    root = tmp_path / 'md'
+    (root / 'latest' / 'meta-data').mkdir(parents=True)
+    (root / 'latest' / 'meta-data' / 'iam').write_text('role-credentials\n')
+    steps = [['ip', 'netns', 'add', ns], ['ip', 'link', 'add', host_if, 'type', 'veth', 'peer', 'name', ns_if],
+             ['ip', 'link', 'set', ns_if, 'netns', ns], ['ip', 'addr', 'add', '198.18.7.1/30', 'dev', host_if],
+             ['ip', 'link', 'set', host_if, 'up'],
+             ['ip', '-n', ns, 'addr', 'add', '198.18.7.2/30', 'dev', ns_if],
+             ['ip', '-n', ns, 'addr', 'add', '169.254.169.254/32', 'dev', ns_if],
+             ['ip', '-n', ns, 'link', 'set', ns_if, 'up'], ['ip', '-n', ns, 'link', 'set', 'lo', 'up'],
+             ['ip', '-n', ns, 'route', 'add', 'default', 'via', '198.18.7.1'],
+             ['ip', 'route', 'add', '169.254.169.254/32', 'via', '198.18.7.2']]
+    server = None
+    try:
+        for argv in steps:
+            subprocess.run(argv, check=True, capture_output=True)
+        server = subprocess.Popen(['ip', 'netns', 'exec', ns, 'busybox', 'httpd', '-f', '-p', '80', '-h', str(root)])
+        yield 'http://169.254.169.254/latest/meta-data/iam'
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        subprocess.run(['ip', 'route', 'del', '169.254.169.254/32'], capture_output=True, check=False)
+        subprocess.run(['ip', 'link', 'del', host_if], capture_output=True, check=False)
+        subprocess.run(['ip', 'netns', 'del', ns], capture_output=True, check=False)
+
+
+def test_a_job_container_cannot_reach_the_instance_metadata(
+        engine, standin, module_runner, store_path, pool_name, metadata_service):
+    # the stand-in answers a container on the host's engine: the block below is the slot's, not the route's
+    # (busybox's wget -T crashes in this build: `timeout` bounds it instead)
+    plain = engine.containers.run('drover.local/busybox:1', ['timeout', '5', 'wget', '-q', '-O', '-', metadata_service],
+                                  remove=True)
+    assert plain.decode().strip() == 'role-credentials'
+    script = (BUILD + 'echo "step: $(timeout 5 wget -q -O - %(url)s 2>&1 || echo unreachable)"; '
+              # a job container's wget: given 6 s (a connection that is dropped would wait minutes), then removed
+              'cid=$(docker run -d mine:1 /bin/busybox wget -q -O - %(url)s); sleep 6; got=$(docker logs $cid 2>&1); '
+              'docker rm -f $cid >/dev/null; echo "container: [$got]"; '
+              'echo "$got" | grep -q role-credentials || echo "container: unreachable"' % {'url': metadata_service})
+    standin.queue_job(REPO, ['self-hosted', pool_name], name='md', script=script)
+
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+    try:
+        started = run()['started']
+        assert len(started) == 1, started
+        box = engine.containers.get(started[0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=120)
+        output = box.logs().decode('utf-8', 'replace')
+        assert 'built: mine:1' in output, output
+        assert 'role-credentials' not in output, output
+        assert re.search(r'step: .*(Connection refused|unreachable)', output), output
+        assert 'container: unreachable' in output, output
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True)
+
+
+def test_a_job_container_past_the_profile_s_memory_is_killed_and_the_pass_tells_it(
+        engine, standin, module_runner, store_path, pool_name):
+    """The whole slot (runner, engine, job containers) runs in one cgroup with profile.memory: a job container that
+    allocates past it is killed by the kernel, the pass that collects the runner tells it, and the slot goes on."""
+    hog = ('docker run --rm mine:1 /bin/busybox sh -c '
+           '\'a=$(/bin/busybox head -c 700000000 /dev/zero | /bin/busybox tr "\\0" x); echo survived\'; '
+           'echo "hog exit: $?"')
+    standin.queue_job(REPO, ['self-hosted', pool_name], name='hog', script=BUILD + hog)
+
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=512)
+    try:
+        started = run()['started']
+        box = engine.containers.get(started[0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=180)
+        output = box.logs().decode('utf-8', 'replace')
+        assert 'hog exit: 137' in output and 'survived' not in output, output
+        collected = run()
+        [ended] = [e for e in collected['events'] if e['event'] == 'runner.ended']
+        # the job's container was killed, not the runner: its job went on to its end
+        assert ended['slot_oom_kills'] >= 1 and ended['result'] == 'Succeeded', ended
+        assert any('killed' in w and 'for memory' in w for w in warnings_of(collected)), collected
+        # the slot goes on: its next job runs on the same engine
+        standin.queue_job(REPO, ['self-hosted', pool_name], name='after', script='docker info >/dev/null && echo ok')
+        again = run()['started']
+        box = engine.containers.get(again[0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=120)
+        assert 'completed with result: Succeeded' in box.logs().decode(), box.logs().decode()
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True)

@@ -54,9 +54,12 @@ def test_runners_and_tasks_share_the_ledger_and_a_runner_waits_for_a_gpu(
     assert [s['gpu_ids'] for s in first['pool']['slots']] == [[GPUS[1]], []]
     assert pinned() == {'%s:train/main' % cluster: [GPUS[0]], 'pool@%s/slot1' % pool_name: [GPUS[1]]}
 
-    # still no GPU free: the slot waits again, nothing is shared
+    # runner 1 has taken a job (so the pass sees one job queued and no idle runner for it)
+    wait_for(lambda: (standin.runner_by_name(runner1) or {}).get('busy'), timeout=60)
+    # still no GPU free: no runner starts (the slot waits again whenever the pass wants it), nothing is shared
     again = run()
     assert again['started'] == [] and again['pool']['waiting'] == [{'slot': 2, 'cause': 'gpu'}], again
+    assert pinned() == {'%s:train/main' % cluster: [GPUS[0]], 'pool@%s/slot1' % pool_name: [GPUS[1]]}
 
     # the task ends: its GPU goes to the waiting runner
     converge(name='train', state='stopped', **GPU_ARGS)
