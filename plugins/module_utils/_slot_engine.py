@@ -115,16 +115,16 @@ class SlotEngine:
         if not os.path.isdir(self.root):
             os.makedirs(self.root, 0o711)
         os.chmod(self.root, 0o711)
-        for path, mode in ((self.dir, 0o700), (os.path.join(self.dir, 'home'), 0o700), (self.run_dir, 0o700),
-                           (os.path.join(self.dir, 'data'), 0o700), (self.work, 0o755)):
+        # Only the slot's user (its runner and its engine) enters any of it: another slot's engine, which resolves a
+        # bind mount's path as its own user, cannot mount this slot's workspace or data.
+        for path in (self.dir, os.path.join(self.dir, 'home'), self.run_dir, os.path.join(self.dir, 'data'),
+                     self.work):
             if not os.path.isdir(path) or os.path.islink(path):
                 if os.path.lexists(path):
                     raise SlotEngineError('%s is not a directory' % path)
-                os.mkdir(path, mode)
+                os.mkdir(path, 0o700)
             os.chown(path, uid, gid)
-            os.chmod(path, mode)
-        # The runner (root in its container) reaches the socket and the work folder through the directory.
-        os.chmod(self.dir, 0o711)
+            os.chmod(path, 0o700)
 
     # --- the holder -----------------------------------------------------------------------------
 

@@ -49,7 +49,10 @@ JOB_ONE = (
     'echo "uid map: $(docker run --rm --privileged mine:1 /bin/busybox cat /proc/1/uid_map | head -1)"; '
     'docker run -d --name long mine:1 /bin/busybox sleep 600 >/dev/null; sleep 8')
 JOB_OTHER = ('sleep 2; echo "other slot sees: [$(docker ps -aq | tr "\\n" " ")]"; '
-             'docker image inspect mine:1 >/dev/null 2>&1 && echo "other slot: has mine" || echo "other slot: no mine"')
+             'docker image inspect mine:1 >/dev/null 2>&1 && echo "other slot: has mine" || echo "other slot: no mine"; '
+             # slot 1's workspace, by its host path, through this slot's engine
+             + BUILD + 'echo "other slot mounts: $(docker run --rm -v %(work1)s:/x mine:1 /bin/busybox ls /x 2>&1 | '
+             'head -1)"')
 JOB_AGAIN = ('echo "containers: $(docker ps -aq | wc -l)"; echo "volumes: $(docker volume ls -q | wc -l)"; '
              'echo "networks: $(docker network ls --format "{{.Name}}" | sort | tr "\\n" " ")"; '
              'docker image inspect mine:1 >/dev/null && echo "image: kept"')
@@ -89,7 +92,8 @@ def test_a_rootless_engine_per_slot(engine, standin, module_runner, store_path, 
         assert [e['slot'] for e in first['events'] if e['event'] == 'slot.engine_started'] == [1]
         box = engine.containers.get(first['started'][0])
         wait_for(lambda: box.reload() or 'Running job: one' in box.logs().decode(), timeout=60)
-        standin.queue_job(REPO, ['self-hosted', pool_name], name='other', script=JOB_OTHER)
+        work1 = '/var/lib/drover-slots/%s/work' % one_slot_dir(engine, pool_name)
+        standin.queue_job(REPO, ['self-hosted', pool_name], name='other', script=JOB_OTHER % {'work1': work1})
         second = run()
         assert len(second['started']) == 1, second
         outputs = finish(first['started'] + second['started'])
@@ -104,6 +108,8 @@ def test_a_rootless_engine_per_slot(engine, standin, module_runner, store_path, 
         assert re.search(r'uid map:\s+0\s+%d\s+1\b' % slot_user.pw_uid, one), (one, slot_user)
         assert slot_user.pw_uid != 0
         assert 'other slot sees: []' in other and 'other slot: no mine' in other, other
+        assert re.search(r'other slot mounts: .*(Permission denied|permission denied)', other), other
+        assert 'in.txt' not in other, other
         assert 'completed with result: Succeeded' in one and 'completed with result: Succeeded' in other
 
         # no container on the host's engine is privileged or has the host's socket
