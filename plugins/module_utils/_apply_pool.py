@@ -6,7 +6,8 @@ list runners (delete this host's orphan registrations) -> list queued jobs -> pl
 
 Owns: reading slot occupancy back from the engine's labels, releasing ended runners (inspect, log,
 remove, deregister), orphan cleanup, idle stop versus kill, starting JIT runners with their config as a
-root-only file, and persisting holds, streaks and slots. Check mode reads (engine and GitHub listings)
+root-only file, and persisting holds, streaks and slots; what a runner gets from the host besides (its pinned
+GPUs from the host's ledger, its caches through _pool_caches, its slot's engine through _slot_engine). Check mode reads (engine and GitHub listings)
 and plans; it sends no POST or DELETE, creates or removes no container and writes no store row.
 Must not: decide (the decider does) or talk to Docker or GitHub other than through their adapters.
 """
@@ -40,8 +41,6 @@ from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = RUNNER_ROLE
-
-
 JIT_MOUNT = '/runner/.jitconfig'
 # The image of a slot's network holder (profile.docker rootless): the collection's own.
 HOLDER_IMAGE = 'drover.local/busybox:1'
@@ -206,8 +205,9 @@ class PoolPass:
         """The ledger's pins of the pool's runners, as the runner containers say: a runner's GPUs (its label
         drover.gpus) pinned to its slot again when the store lost them, a vacant slot's released."""
         task = self.gpu_task()
+        held = set(self._gpu_key(idx) for idx in occupants)
         for key in list(gpu_plan.pinned(self.ledger.pins)):
-            if gpu_plan.task_of(key) == task and key not in [self._gpu_key(idx) for idx in occupants]:
+            if gpu_plan.task_of(key) == task and key not in held:
                 self.ledger.release_key(key)
         for idx, occ in sorted(occupants.items()):
             uuids = occ.get('gpus') or []
@@ -287,20 +287,8 @@ class PoolPass:
         """Release an ended runner; `read`: what its log says (plan_mod.read_runner_log)."""
         started = _epoch(state.get('started_at')) or occ.get('started_at') or self.now
         finished = _epoch(state.get('finished_at')) or self.now
-        more = {}
         slot = occ.get('idx')
-        base = occ.get('slot_oom_kills')
-        if slot is not None and base is not None and str(base).isdigit():
-            # With an engine of the slot's own: what the kernel killed for memory in the slot while this runner ran
-            # (a job's container that went past the profile's memory).
-            now_kills = self.slot_engine(slot).oom_kills()
-            if now_kills is not None:
-                more['slot_oom_kills'] = max(0, now_kills - int(base))
-                if more['slot_oom_kills']:
-                    self.warnings.append('pool %s: slot %d: the kernel killed %d process(es) of the job of %s for '
-                                         'memory (profile.memory %s MiB)' % (
-                                             self.spec.pool, slot + 1, more['slot_oom_kills'], occ['runner_name'],
-                                             self.spec.profile.memory if self.spec.profile else None))
+        more = self._job_oom_kills(occ, slot)
         self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
                                           took_job=read['took'], job=read['job'], result=read['result'],
                                           runner_fault=read['fault'], runner_version=read['version'],
@@ -487,24 +475,18 @@ class PoolPass:
         try:
             self._ensure_image()
         except EngineError as exc:
-            self._hold(plan_mod.CAUSE_START, 'cannot start %s: image pull failed: %s'
-                       % (runner_name(spec, slots[0], self.now), exc))
-            return False
+            return self._cannot_start(slots[0], 'image pull failed: %s' % exc)
         try:
             self.cache_binds = dict((idx, self.caches.binds(idx)) for idx in slots)
         except (EngineError, CacheError) as exc:
-            first = runner_name(spec, slots[0], self.now)
-            self._hold(plan_mod.CAUSE_START, 'cannot start %s: its caches: %s' % (first, exc))
-            return False
+            return self._cannot_start(slots[0], 'its caches: %s' % exc)
         if spec.profile.docker == 'rootless':
             try:
                 for idx in slots:
                     if self.slot_engine(idx).ensure():
                         self.events.append(plan_mod.event('slot.engine_started', spec.pool, self.now, slot=idx + 1))
             except (EngineError, SlotEngineError) as exc:
-                first = runner_name(spec, slots[0], self.now)
-                self._hold(plan_mod.CAUSE_START, 'cannot start %s: its slot engine: %s' % (first, exc))
-                return False
+                return self._cannot_start(slots[0], 'its slot engine: %s' % exc)
         prepared = []
         for idx in slots:
             ready = self._register(idx)
@@ -653,6 +635,27 @@ class PoolPass:
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
                                           runner_id=runner_id, slot=idx + 1, pickup_seconds=pickup))
         self.started.append(name)
+
+    def _job_oom_kills(self, occ, slot):
+        """With an engine of the slot's own: {'slot_oom_kills': what the kernel killed for memory in the slot while
+        this runner ran (a job's container past the profile's memory)}, told as a warning too; {} when not known."""
+        base = occ.get('slot_oom_kills')
+        if slot is None or base is None or not str(base).isdigit():
+            return {}
+        now_kills = self.slot_engine(slot).oom_kills()
+        if now_kills is None:
+            return {}
+        kills = max(0, now_kills - int(base))
+        if kills:
+            self.warnings.append('pool %s: slot %d: the kernel killed %d process(es) of the job of %s for memory '
+                                 '(profile.memory %s MiB)' % (self.spec.pool, slot + 1, kills, occ['runner_name'],
+                                                              self.spec.profile.memory if self.spec.profile else None))
+        return {'slot_oom_kills': kills}
+
+    def _cannot_start(self, idx, why):
+        """Hold the pool: the runner of slot `idx` cannot start (`why`). False."""
+        self._hold(plan_mod.CAUSE_START, 'cannot start %s: %s' % (runner_name(self.spec, idx, self.now), why))
+        return False
 
     def _hold(self, cause, error):
         self.state, events = plan_mod.hold(self.state, self.spec.pool, cause, self.now, error)
@@ -854,7 +857,6 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
                    for dummy, spec, dummy, gh in declared]
         if not check_mode:
             ledger.save(store, now)
-        if not check_mode:
             _write_etags(etags_path, etags.used)
             for result in results:
                 pool = {'pool': result['pool']['name']}

@@ -768,9 +768,13 @@ class Pass:
             out['pid_mode'] = 'host'
         return out
 
-    def _stop(self, obs):
-        """Remove one container; one declared with a stop timeout gets its grace period first."""
+    def _stop(self, obs, remove=True):
+        """Remove one container; one declared with a stop timeout gets its grace period first. Without `remove`
+        (a run whose containers are kept) it is stopped only, with its grace period if it has one."""
         timeout = obs['labels'].get('drover.stop-timeout')
+        if not remove:
+            self.engine.stop(obs['id'], int(timeout or 0))
+            return
         if timeout and obs.get('state') == 'running':
             self.engine.stop(obs['id'], int(timeout))
         self.engine.remove(obs['id'])
@@ -792,7 +796,7 @@ class Pass:
             for obs in stop_order(plan.remove):
                 self._stop(obs)
             for obs in stop_order(plan.halt):
-                self.engine.stop(obs['id'], int(obs['labels'].get('drover.stop-timeout') or 0))
+                self._stop(obs, remove=False)
         # A run ends here (its network, pins and credentials go, before a new run builds its own) when
         # containers go, the task goes, it is STOPPED, or it stopped in this pass and restarts at once.
         # A run whose containers are kept (task_cleanup_wait) keeps its network and task level until they go.

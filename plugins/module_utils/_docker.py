@@ -358,14 +358,14 @@ class Engine:
 
     def volumes_labelled(self, labels):
         """The engine volumes that carry every label of `labels` (a mapping; a name alone: any value), each
-        {name, driver, labels}, by name: one engine call."""
+        {name, driver, labels, mountpoint}, by name: one engine call."""
         wanted = [k if v is None else '%s=%s' % (k, v) for k, v in sorted(labels.items())]
         try:
             found = self.api.volumes(filters={'label': wanted})
         except Exception as exc:
             raise EngineError('list volumes: %s' % _explain(exc))
-        rows = [{'name': v['Name'], 'driver': v.get('Driver'), 'labels': v.get('Labels') or {}}
-                for v in (found or {}).get('Volumes') or []]
+        rows = [{'name': v['Name'], 'driver': v.get('Driver'), 'labels': v.get('Labels') or {},
+                 'mountpoint': v.get('Mountpoint')} for v in (found or {}).get('Volumes') or []]
         return sorted(rows, key=lambda r: r['name'])
 
     def volume_create(self, name, driver, options, labels):

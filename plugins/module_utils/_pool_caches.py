@@ -105,21 +105,16 @@ class PoolCaches:
         for row in self.engine.volumes_labelled(labels):
             gen = row['labels'].get(SNAPSHOT_LABEL, '')
             if gen.isdigit() and row['name'] == volume_name(self.scope, pool, cache_name, 'g' + gen):
-                out.append((int(gen), row['name'], self._complete(row['name'])))
+                out.append((int(gen), row['name'], _complete(row.get('mountpoint'))))
         return sorted(out)
 
-    def _complete(self, name):
-        found = self.engine.volume(name) or {}
-        try:
-            return not os.lstat(found['mountpoint']).st_mode & COPYING
-        except (KeyError, TypeError, OSError):
-            return False
-
-    def _snapshot(self, pool, cache):
-        """The current (newest complete) snapshot of `pool`'s cache; an empty first one made when there is none."""
+    def _snapshot(self, pool, cache, known=None):
+        """The current (newest complete) snapshot of `pool`'s cache; an empty first one made when there is none.
+        `known`: its generations, when the caller listed them already."""
         key = (pool, cache.name)
         if key not in self.snapshots:
-            done = [name for dummy, name, complete in self._generations(pool, cache.name) if complete]
+            known = self._generations(pool, cache.name) if known is None else known
+            done = [name for dummy, name, complete in known if complete]
             if done:
                 self.snapshots[key] = done[-1]
             else:
@@ -195,13 +190,14 @@ class PoolCaches:
                                           files=files, bytes=size, left_out=left_out))
         self.prune(cache)
 
-    def prune(self, cache):
+    def prune(self, cache, known=None):
         """Remove this pool's snapshot generations of `cache` older than the current one (and unfinished ones),
-        each once no container (running or not) mounts it: the engine refuses a volume in use."""
+        each once no container (running or not) mounts it: the engine refuses a volume in use. `known`: its
+        generations, when the caller listed them already."""
         current = self.snapshots.get((self.spec.pool, cache.name))
         if current is None:
             return
-        known = self._generations(self.spec.pool, cache.name)
+        known = self._generations(self.spec.pool, cache.name) if known is None else known
         at = next((gen for gen, name, dummy in known if name == current), None)
         for gen, name, complete in known:
             if name == current or (complete and (at is None or gen > at)):
@@ -218,8 +214,9 @@ class PoolCaches:
         for cache in self.caches:
             if cache.seed_from == SEED_SLOT:
                 try:
-                    self._snapshot(self.spec.pool, cache)
-                    self.prune(cache)
+                    known = self._generations(self.spec.pool, cache.name)       # listed once for both
+                    self._snapshot(self.spec.pool, cache, known)
+                    self.prune(cache, known)
                 except (EngineError, CacheError) as exc:
                     self._warn(cache, str(exc))
 
@@ -238,6 +235,14 @@ class PoolCaches:
                 self.warnings.append('pool %s: cache volume %s stays: %s' % (self.spec.pool, volume['name'], exc))
 
 
+def _complete(mountpoint):
+    """Whether a snapshot's copy finished (its root no longer carries the COPYING mark)."""
+    try:
+        return not os.lstat(mountpoint).st_mode & COPYING
+    except (TypeError, OSError):
+        return False
+
+
 def cache_views(engine, scope, pool):
     """A pool's caches as gh_runner_info shows them: each slot's own volumes and each snapshot generation, with
     the bytes of their files."""
@@ -247,9 +252,8 @@ def cache_views(engine, scope, pool):
         labels[STORE_LABEL] = scope
     for volume in engine.volumes_labelled(labels):
         marks = volume['labels']
-        found = engine.volume(volume['name']) or {}
         try:
-            size = _files.tree_size(found['mountpoint']) if found.get('mountpoint') else None
+            size = _files.tree_size(volume['mountpoint']) if volume.get('mountpoint') else None
         except OSError:
             size = None
         slot, gen = marks.get('drover.slot'), marks.get(SNAPSHOT_LABEL)
