@@ -2,7 +2,7 @@
 # After the suite: the host must hold nothing a test made. Lists and fails on any task netns or test
 # peer netns, credential-link or stand-in ENI link, credential-link filter rule, netns holder container,
 # or container of a test cluster (t + 10 hex digits, s + 10 for the Salt suite, and the molecule clusters),
-# runner container or cache volume of a test pool, simulated engines of a fleet run, task volume (or shared volume
+# runner container or cache volume of a test pool, registry mirror, simulated engines of a fleet run, task volume (or shared volume
 # of a test cluster), parent cgroup of a sized task, running GitHub stand-in, the credentials endpoint's address or
 # DNAT rule, and any GPU pin in the host's default store.
 #
@@ -104,6 +104,17 @@ done
 while IFS=: read -r user _; do
   case $user in drv[0-9a-f]*) [ ${#user} = 13 ] && found "slot user $user" userdel "$user" ;; esac
 done < /etc/passwd
+# The pools' registry mirrors (gh_runner_slot's mirror: a test's pool removes its own) and the upstream registries
+# the mirror tests stand in for Docker Hub with.
+while read -r name _; do
+  [ -n "$name" ] && found "registry mirror $name" docker rm -f "$name"
+done < <(docker ps -a --filter label=drover.role=mirror --format '{{.Names}} .')
+while read -r name _; do
+  [ -n "$name" ] && found "registry mirror volume $name" docker volume rm -f "$name"
+done < <(docker volume ls --filter label=drover.role=mirror --format '{{.Name}} .')
+while read -r name _; do
+  [ -n "$name" ] && found "test upstream registry $name" docker rm -f "$name"
+done < <(docker ps -a --filter label=drover.test=upstream --format '{{.Names}} .')
 # A task's FireLens files (its log router's configuration and socket), which go with the task.
 for dir in /run/drover/firelens/*/; do
   [ -d "$dir" ] && found "FireLens files ${dir%/}" rm -rf "$dir"

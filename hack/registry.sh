@@ -150,6 +150,13 @@ EOF
   echo "registry: started on $HOST (pid $(cat "$PIDFILE"), state in $DIR)"
 fi
 
+# --- the runner pools' registry mirror image (gh_runner_slot's mirror), from the binary installed above -----
+MIRROR_IMAGE=${DROVER_REGISTRY_IMAGE:-drover.local/registry:1}
+if ! docker image inspect "$MIRROR_IMAGE" >/dev/null 2>&1; then
+  docker image inspect drover.local/busybox:1 >/dev/null 2>&1 || "$HERE/images.sh"
+  sh "$HERE/../roles/host/files/registry_image.sh" "$MIRROR_IMAGE" drover.local/busybox:1 "$REGISTRY_BIN"
+fi
+
 # --- push ------------------------------------------------------------------------------------------
 docker image inspect "$IMAGE" >/dev/null 2>&1 || "$HERE/images.sh"
 local_id=$(docker image inspect --format '{{.Id}}' "$IMAGE")

@@ -31,13 +31,15 @@ from ansible_collections.drover.fleet.plugins.module_utils._github import Etags,
 from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
+from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
     HOLDER_ROLE as SLOT_HOLDER_ROLE, SlotEngine, SlotEngineError)
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
 from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import (
-    declarations, host_prefix, host_runner, owner_of, parse_runner_name, pool_spec, runner_name)
+    SYSBOX_RUNTIME, declarations, host_prefix, host_runner, inner_engine, owner_of, parse_runner_name, pool_spec,
+    runner_name)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = RUNNER_ROLE
@@ -78,8 +80,10 @@ def _epoch(ts):
 
 
 class PoolPass:
-    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None, gpus=None):
+    def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None, gpus=None,
+                 mirrors=None):
         self.spec = spec
+        self.mirrors = mirrors          # the slot engines' registry mirrors this pass (None: as they were)
         # The host's GPU ledger, shared with ecs_task's tasks, and how pinned GPUs reach a runner (gpu_delivery).
         self.ledger, self.gpu_delivery = gpus or (Ledger({}, [], 'none'), 'device-request')
         self.gpu_ids = {}               # slot index -> the GPUs pinned for the runner it starts this pass
@@ -175,7 +179,7 @@ class PoolPass:
             profile = self.spec.profile
             self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels,
                                                 cpus=profile.cpus if profile else None,
-                                                memory=profile.memory if profile else None)
+                                                memory=profile.memory if profile else None, mirrors=self.mirrors)
         return self.slot_engines[idx]
 
     def remove_slot_engines(self, occupants):
@@ -588,6 +592,10 @@ class PoolPass:
             kills = slot.oom_kills()
             if kills is not None:
                 labels['drover.slot-oom-kills'] = str(kills)       # so that the pass tells the job's own
+        elif spec.profile.docker != 'none':
+            # The engine the runner's image brings, inside the runner (sysbox, privileged): a fresh one per job.
+            host, config = inner_engine(spec.profile.docker)
+            environment = dict(environment, DOCKER_BUILDKIT='1')
         try:
             cid = self.engine.create(name, spec.profile.image, labels, environment=environment, config=config, host=host,
                                      device_requests=device_requests,
@@ -783,9 +791,9 @@ def _purged(params, mid, store, listing, declared, github_factory):
     return out
 
 
-def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus=None):
+def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus=None, mirrors=None):
     """One pool's pass over a shared engine listing: the pool's result (with `changed` and `warnings`)."""
-    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope, gpus)
+    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope, gpus, mirrors)
     before_hold = dict(work.state)
     occupants = work.occupants()
     vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
@@ -822,13 +830,51 @@ def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus
     }
 
 
+def _check_runtimes(engine, declared):
+    """Before anything changes: a pool whose runners run under Sysbox (profile.docker sysbox) needs the runtime in
+    the host's engine."""
+    wanting = [where for where, s, dummy, dummy in declared
+               if s.state == 'present' and s.profile is not None and s.profile.docker == 'sysbox']
+    try:
+        runtimes = engine.runtimes() if wanting else []
+    except EngineError as exc:
+        raise TaskFailure('Docker engine: %s' % exc)
+    if wanting and SYSBOX_RUNTIME not in runtimes:
+        raise TaskFailure('%sprofile.docker is sysbox: runners run under the %s runtime, which this host\'s engine '
+                          'does not have (its runtimes: %s); install Sysbox on the host, or choose profile.docker '
+                          'rootless' % (wanting[0], SYSBOX_RUNTIME, ', '.join(runtimes)))
+
+
+def _mirror(engine, spec, declared, scope, state_dir, check_mode, now, events, warnings):
+    """The host's registry mirror before any runner of the pass starts: (its URL or None, the slot engines'
+    mirrors: [url], [] for none, or None to keep theirs when it is down). Made where `mirror` is enabled and a
+    pool of the call runs slot engines; removed (its blobs and configuration too) where it is not enabled."""
+    work = HostMirror(engine, scope, state_dir, now, events, warnings)
+    if spec is None:
+        # Its configuration file is there while the mirror is: a host that never had one costs no engine call.
+        if not check_mode and os.path.exists(work.config_path):
+            work.remove(purge=True)
+        return None, []
+    wanted = any(s.state == 'present' and s.profile is not None and s.profile.docker == 'rootless'
+                 for dummy, s, dummy, dummy in declared)
+    if check_mode or not wanted:
+        return None, None
+    url = work.ensure(spec)
+    return url, [url] if url else None
+
+
 def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     """The gh_runner_slot module's one call: one pass over `pool`, or over every pool of `pools` (one engine
     listing, one store and one host lock for all of them). Returns the result dict; raises TaskFailure."""
     began = time.monotonic()
     mid = params.get('machine_id') or machine_id()
     declared = _declared(params, mid, github_factory)
-    engine, store, lock = open_host(params, check_mode)
+    try:
+        mirror = mirror_spec(params.get('mirror'))
+    except SpecError as exc:
+        raise TaskFailure(str(exc))
+    host_events, host_warnings = [], []
+    engine, store, lock = open_host(params, check_mode, first=lambda e: _check_runtimes(e, declared))
     metrics_warnings = []
     try:
         listing = engine.list_role(ROLE)
@@ -853,9 +899,13 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         except GpuFailure as exc:
             raise TaskFailure(exc.msg)
         gpus = (ledger, params.get('gpu_delivery') or 'device-request')
-        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus)
+        mirror_url, mirrors = _mirror(engine, mirror, declared, scope, os.path.dirname(params['store_path']) or '.',
+                                      check_mode, now, host_events, host_warnings)
+        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus, mirrors)
                    for dummy, spec, dummy, gh in declared]
         if not check_mode:
+            for ev in host_events:
+                store.add_event(ev)
             ledger.save(store, now)
             _write_etags(etags_path, etags.used)
             for result in results:
@@ -876,11 +926,14 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         if lock:
             lock.release()
         engine.close()
-    if metrics_warnings and results:
-        results[0]['warnings'].extend(metrics_warnings)
+    if results:
+        results[0]['warnings'].extend(host_warnings + metrics_warnings)
+        results[0]['events'][:0] = host_events
+        results[0]['mirror'] = {'enabled': mirror is not None, 'url': mirror_url}
     if params.get('pools') is None:
         return results[0]
     out = {'changed': any(r['changed'] for r in results), 'pools': [], 'events': [], 'warnings': [],
+           'mirror': results[0]['mirror'] if results else {'enabled': mirror is not None, 'url': None},
            'github_requests': sum(r['github_requests'] for r in results),
            'github_not_modified': sum(r['github_not_modified'] for r in results)}
     for key in ('started', 'stopped', 'released', 'orphans_deleted'):

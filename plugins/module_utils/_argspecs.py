@@ -278,6 +278,18 @@ POOL_DEFAULTS = dict(runner_group_id=1, warm=1, scale='queued', idle_timeout=300
                      pull_requests_from_forks=False, api_url='https://api.github.com', github_timeout=15)
 
 
+# The host's registry pull-through mirror for its pools' slot engines (gh_runner_slot's `mirror`, the runner_pools
+# role's drover_pools_mirror).
+MIRROR_OPTIONS = dict(
+    enabled=dict(type='bool', default=False),
+    upstream=dict(type='str', default='https://registry-1.docker.io'),
+    username=dict(type='str'),
+    password=dict(type='str', no_log=True),
+    max_size=dict(type='int'),
+    image=dict(type='str', default='drover.local/registry:1'),
+)
+
+
 def gh_runner_slot_spec():
     """gh_runner_slot's argument spec: a pool's options with their defaults, `pools` and the host's options."""
     spec = dict((k, dict(v, default=POOL_DEFAULTS[k]) if k in POOL_DEFAULTS else v) for k, v in POOL_OPTIONS.items())
@@ -285,7 +297,9 @@ def gh_runner_slot_spec():
         pools=dict(type='list', elements='dict', options=POOL_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),
+        allow_privileged=dict(type='bool', default=False),
         metrics_path=dict(type='path'),
+        mirror=dict(type='dict', options=MIRROR_OPTIONS),
     )
     spec.update(GPU_HOST_OPTIONS)
     spec.update(host_args())

@@ -113,6 +113,10 @@ class Engine:
         """The volume drivers of the engine: 'local' and its volume plugins."""
         return sorted(set(['local'] + list((self._info().get('Plugins') or {}).get('Volume') or [])))
 
+    def runtimes(self):
+        """The names of the engine's OCI runtimes (runc, and sysbox-runc where Sysbox is installed)."""
+        return sorted((self._info().get('Runtimes') or {}).keys())
+
     def cgroups(self):
         """(cgroup driver, cgroup version) of the engine: ('cgroupfs', 1), ('systemd', 2)..."""
         info = self._info()
@@ -173,6 +177,7 @@ class Engine:
             'finished_at': state.get('FinishedAt'),
             'error': state.get('Error') or None,
             'health': (state.get('Health') or {}).get('Status') or None,
+            'address': (info.get('NetworkSettings') or {}).get('IPAddress') or None,     # on the default bridge
         }
 
     def logs(self, container_id, tail='all'):

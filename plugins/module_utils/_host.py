@@ -62,12 +62,19 @@ class TaskFailure(Exception):
         self.result = result or {}
 
 
-def open_host(params, check_mode):
-    """Reach the engine, take the host lock (not in check mode) and open the store; raises TaskFailure."""
+def open_host(params, check_mode, first=None):
+    """Reach the engine, take the host lock (not in check mode) and open the store; raises TaskFailure.
+    `first(engine)`: what must hold of the engine before the lock file or the store is made (it raises)."""
     try:
         engine = Engine(params.get('docker_host'), timeout=params.get('timeout') or 60)
     except EngineUnavailable as exc:
         raise TaskFailure(str(exc))
+    if first is not None:
+        try:
+            first(engine)
+        except BaseException:
+            engine.close()
+            raise
     lock = None
     try:
         if not check_mode:

@@ -45,9 +45,14 @@ Cache = collections.namedtuple('Cache', ('name', 'path', 'scope', 'mode', 'max_s
 SEED_SLOT = 'slot1'
 SEED_RE = re.compile(r'^(slot1|pool:[a-zA-Z0-9][a-zA-Z0-9_.-]*)\Z')
 CACHES_MAX = 16
-# A Docker engine for a runner's jobs: none, or one of each slot's own (rootless); sysbox and privileged are
-# refused as not supported yet.
+# A Docker engine for a runner's jobs: none; one of each slot's own, run by an unprivileged user of the slot
+# (rootless); or the engine the runner's image brings, inside the runner's container: under the host's Sysbox
+# runtime (sysbox), or in a privileged container (privileged, Docker in Docker: only with the host's
+# allow_privileged). An engine inside the runner keeps its data in an anonymous volume at /var/lib/docker
+# (overlay2 needs a data root that is not itself overlay), removed with the container: a fresh engine per job.
 DOCKER_MODES = ('none', 'rootless', 'sysbox', 'privileged')
+SYSBOX_RUNTIME = 'sysbox-runc'
+INNER_DATA_ROOT = '/var/lib/docker'
 GPUS_MAX = 64                   # GPUs pinned to each runner of a profile (from the host's ledger)
 # Records of failed jobs: how many a pool keeps (the newest), and for how long (seconds; None: no age limit).
 Records = collections.namedtuple('Records', ('keep', 'max_age'))
@@ -103,7 +108,7 @@ def runner_name(spec, slot_index, now):
     return '%s%s-%d-%d' % (host_prefix(spec), spec.profile.name, slot_index + 1, int(now))
 
 
-def _profile(raw, allow_host_network=False):
+def _profile(raw, allow_host_network=False, allow_privileged=False):
     if not isinstance(raw, dict):
         raise SpecError('profile must be a mapping with name, image, cpus, memory, slots')
     unknown = sorted(set(k for k, v in raw.items() if v is not None) -
@@ -148,12 +153,16 @@ def _profile(raw, allow_host_network=False):
     docker = raw.get('docker') or 'none'
     if docker not in DOCKER_MODES:
         raise SpecError('profile.docker must be one of %s, got %r' % (', '.join(DOCKER_MODES), docker))
-    if docker in ('sysbox', 'privileged'):
-        raise SpecError('profile.docker %s is not supported yet: rootless gives each slot an engine of its own '
-                        'without privileges' % docker)
+    if docker == 'privileged' and not allow_privileged:
+        raise SpecError('profile.docker is privileged: each runner would run privileged (Docker in Docker), and any '
+                        'job it runs is root on the host; this host refuses it unless allow_privileged is true (role '
+                        'variable drover_allow_privileged); rootless gives each slot an engine without privileges')
     if docker == 'rootless' and mode != 'bridge':
         raise SpecError('profile.docker rootless needs profile.network_mode bridge (the runner joins its slot\'s '
                         'network, where the slot engine publishes ports), got %s' % mode)
+    if docker in ('sysbox', 'privileged') and mode != 'bridge':
+        raise SpecError('profile.docker %s needs profile.network_mode bridge (the engine inside the runner sets up '
+                        'the network the runner has: with host it would be the host\'s), got %s' % (docker, mode))
     return Profile(name, image, cpus, memory, slots, mode, tuple(sorted((k, str(v)) for k, v in env.items())),
                    pull, auth, capabilities(raw.get('capabilities'), 'profile.capabilities'), records(raw.get('records')),
                    caches(raw.get('caches')), gpus, docker)
@@ -304,7 +313,8 @@ def pool_spec(params, machine_id):
         raise SpecError('labels may name at most 100 labels')
     if state == 'present' and not params.get('profile'):
         raise SpecError('profile is required with state present: name, image and slots of the runner containers')
-    profile = _profile(params.get('profile'), state != 'present' or bool(params.get('allow_host_network'))) \
+    profile = _profile(params.get('profile'), state != 'present' or bool(params.get('allow_host_network')),
+                       state != 'present' or bool(params.get('allow_privileged'))) \
         if state == 'present' or params.get('profile') else None
     forks = bool(params.get('pull_requests_from_forks'))
     for i, cache in enumerate(profile.caches if profile else ()):
@@ -352,3 +362,13 @@ def pool_spec(params, machine_id):
         auth=Auth(token, app[0], app[1], app[2]), machine_id=machine_id,
         hold_until=parse_utc(params.get('hold_until'), 'hold_until'), purge_caches=bool(params.get('purge_caches')),
         pull_requests_from_forks=forks)
+
+
+def inner_engine(docker):
+    """The runner container's settings for an engine inside it (profile.docker sysbox or privileged): (host
+    config, container config) for the engine's create, or (None, None) for any other mode."""
+    if docker == 'sysbox':
+        return {'runtime': SYSBOX_RUNTIME}, {'volumes': [INNER_DATA_ROOT]}
+    if docker == 'privileged':
+        return {'privileged': True}, {'volumes': [INNER_DATA_ROOT]}
+    return None, None

@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ import stat
 import subprocess
 import time
 
+from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils._cgroup import CgroupError, Cgroups
 
 SLOTS_ROOT = '/var/lib/drover-slots'
@@ -72,8 +74,12 @@ def slot_id(scope, pool, idx):
 class SlotEngine:
     """One slot's engine: `engine` is the host's (for the holder), `labels` those of the slot's holder."""
 
-    def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT, cpus=None, memory=None):
+    def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT, cpus=None, memory=None,
+                 mirrors=None):
         self.engine = engine
+        # The registry mirrors its engine pulls through (gh_runner_slot's mirror): a list, or None to keep what its
+        # configuration says (a mirror that is down this pass: the engine falls back to the registry itself).
+        self.mirrors = mirrors
         # The whole slot (runner, engine, the jobs' containers) in one parent cgroup with the profile's limits.
         self.cgroup_parent = '/drover/slot-%s' % slot_id(scope, pool, idx)
         self.cpus, self.memory = cpus, memory
@@ -83,6 +89,7 @@ class SlotEngine:
         self.dir = os.path.join(root, self.id)
         self.work = os.path.join(self.dir, 'work')
         self.run_dir = os.path.join(self.dir, 'run')
+        self.config_file = os.path.join(self.dir, 'daemon.json')
         self.socket = os.path.join(self.run_dir, 'docker.sock')
         self.holder_name = 'drover-slot-%s' % self.id
         self.holder_image = holder_image
@@ -206,7 +213,11 @@ class SlotEngine:
             raise SlotEngineError('slot user %s: %s' % (self.user, exc))
         holder = self.ensure_holder()
         procs = self._ensure_cgroup()
-        if self._pid() is not None and self.answers():
+        try:
+            reload = self._write_config()
+        except OSError as exc:
+            raise SlotEngineError('slot %s: its engine\'s configuration: %s' % (self.id, exc))
+        if self._pid() is not None and self.answers() and (not reload or self._reload()):
             return False
         self.stop_engine()
         env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'HOME': os.path.join(self.dir, 'home'),
@@ -214,7 +225,7 @@ class SlotEngine:
         argv = ['nsenter', '--net=/proc/%d/ns/net' % holder['pid'], '--',
                 'setpriv', '--reuid=%d' % uid, '--regid=%d' % gid, '--init-groups', '--inh-caps=-all',
                 ROOTLESS_SCRIPT, '--data-root', os.path.join(self.dir, 'data'), '--host', 'unix://%s' % self.socket,
-                '--exec-root', os.path.join(self.run_dir, 'exec')]
+                '--exec-root', os.path.join(self.run_dir, 'exec'), '--config-file', self.config_file]
         if procs:
             # The engine joins the slot's cgroup before it starts anything: its containers are in it too.
             argv = ['sh', '-c', 'for f in $DROVER_CGROUP_PROCS; do echo $$ > "$f" || exit 1; done; exec "$@"',
@@ -237,6 +248,36 @@ class SlotEngine:
                 return True
             time.sleep(0.2)
         raise SlotEngineError('the engine of slot %s did not answer within %d s' % (self.id, START_TIMEOUT))
+
+    def _write_config(self):
+        """The engine's configuration file (root's, 0644: the slot's user reads it) as `mirrors` says; whether it
+        changed."""
+        try:
+            with open(self.config_file) as handle:
+                had = handle.read()
+        except OSError:
+            had = None
+        if self.mirrors is None and had is not None:
+            return False
+        text = json.dumps({'registry-mirrors': list(self.mirrors)} if self.mirrors else {}, sort_keys=True) + '\n'
+        if text == had:
+            return False
+        _files.write_whole(self.config_file, text, 0o644)
+        return True
+
+    def _reload(self):
+        """A running engine reads its configuration file again (registry-mirrors is one it reloads on SIGHUP);
+        False when it cannot be told (then it is started again)."""
+        try:
+            with open(os.path.join(self.run_dir, 'docker.pid')) as handle:
+                pid = int(handle.read().strip())
+            with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+                if self.config_file.encode() not in handle.read().split(b'\0'):
+                    return False            # an engine started before it had this file
+            os.kill(pid, signal.SIGHUP)
+        except (OSError, ValueError):
+            return False
+        return True
 
     def cgroups(self):
         """The host's cgroups when the engine's driver is cgroupfs (which takes a cgroup parent path), else None."""

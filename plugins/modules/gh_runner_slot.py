@@ -261,7 +261,13 @@ options:
             O(purge_caches) removes their data and users. Needs O(profile.network_mode=bridge) and, on the host,
             rootlesskit, slirp4netns, uidmap and a /dev/net/tun any user can open (the host role's
             C(drover_host_slot_engines)).
-          - V(sysbox) and V(privileged) are refused as not supported yet.
+          - V(sysbox) and V(privileged) run the engine the runner's image brings (its entrypoint starts C(dockerd))
+            inside the runner's container, with its data in an anonymous volume at C(/var/lib/docker) removed with
+            the container (a fresh engine for each job, no layer cache), and C(DOCKER_BUILDKIT=1). V(sysbox) runs the
+            runner under the host's Sysbox runtime (C(sysbox-runc)), whose user namespace keeps the container's root
+            an unprivileged host user; a host whose engine lacks the runtime refuses the pool before anything
+            changes. V(privileged) runs the runner privileged (Docker in Docker) - any job is root on the host - so it
+            is refused unless O(allow_privileged) is set. Both need O(profile.network_mode=bridge).
         type: str
         choices: [none, rootless, sysbox, privileged]
         default: none
@@ -430,6 +436,14 @@ options:
       - The call's own option, for every pool of O(pools); not an option of an entry.
     type: bool
     default: false
+  allow_privileged:
+    description:
+      - The host's policy for O(profile.docker=privileged). Unset, a pool whose runners would run privileged (Docker
+        in Docker, root on the host for any job) is refused with O(state=present) (the message names the field) and
+        nothing changes; draining one is always allowed.
+      - The call's own option, for every pool of O(pools); not an option of an entry.
+    type: bool
+    default: false
   metrics_path:
     description:
       - A directory, such as node_exporter's textfile collector's. After each pass (not in check mode) the module
@@ -440,6 +454,44 @@ options:
       - A file that cannot be written is a warning; the pass is done all the same.
       - The call's own option; not an option of an entry.
     type: path
+  mirror:
+    description:
+      - A registry pull-through mirror for the slot engines of the call's pools (O(profile.docker=rootless)), which is
+        Debian's docker-registry in proxy mode, in a container of the collection's registry image
+        (C(drover-mirror-<store>), on the engine's default bridge, no published host port), made before the first
+        runner of a pass where a pool of the call runs slot engines. Each slot engine has it as its only
+        C(registry-mirrors) entry (told again, without a restart, when its address changes), so the jobs' pulls
+        of Docker Hub images go through it; a job can pull through it, never push to it.
+      - Its configuration, with O(mirror.password), is a file only root reads (C(mirror/) beside the store), mounted
+        read-only into the mirror's container alone; its blobs are in the engine volume C(drover-mirror-<store>).
+      - A mirror that is not running or does not answer within 10 s holds no runner back - the pass tells it
+        (event C(mirror.down), with C(reason), and a warning), the slot engines keep their configuration (an engine
+        falls back to the upstream itself), and the next pass makes it again.
+      - Not enabled, a mirror the host has is removed, with its blobs and its configuration.
+      - The call's own option; not an option of an entry.
+    type: dict
+    suboptions:
+      enabled:
+        description: Run the mirror.
+        type: bool
+        default: false
+      upstream:
+        description: The registry it mirrors, C(http[s]://host[:port]) alone (no path, no credentials).
+        type: str
+        default: https://registry-1.docker.io
+      username:
+        description: The upstream's user (with O(mirror.password)); a registry that hands out bearer tokens, as Docker Hub does.
+        type: str
+      password:
+        description: The upstream user's password or access token; it reaches the mirror's container alone.
+        type: str
+      max_size:
+        description: MiB of blobs the mirror keeps; past it, the next pass removes them whole (event C(mirror.trimmed)) and the mirror fills again.
+        type: int
+      image:
+        description: The mirror's image (the host role builds it with C(drover_host_slot_engines)).
+        type: str
+        default: drover.local/registry:1
 seealso:
   - module: drover.fleet.gh_runner_info
 '''
@@ -572,10 +624,17 @@ events:
       C(reason) when not kept), C(runner.stopped),
       C(runner.failed) (with C(cause), C(held_for)), C(pool.held), C(pool.released), C(github.rate_limited),
       C(github.error) (a GitHub request that failed otherwise, with C(call), C(status) and C(error); the pass
-      decides nothing from a listing it could not read).
+      decides nothing from a listing it could not read), C(mirror.started), C(mirror.down) (with C(reason)),
+      C(mirror.trimmed) (with C(bytes)), C(mirror.removed).
   returned: always
   type: list
   elements: dict
+mirror:
+  description:
+    - The host's registry mirror after the pass, C(enabled) and C(url) (the address the slot engines pull through;
+      null when it is not enabled, no pool of the call runs slot engines, it is down this pass, or in check mode).
+  returned: always
+  type: dict
 '''
 
 from ansible.module_utils.basic import missing_required_lib

@@ -327,6 +327,9 @@ def test_secrets_never_leave(engine, standin, pool, pool_name, store_path):
     (dict(organization='octo-org', repository=REPO), ('mutually exclusive',)),
     (dict(app_id=1, app_private_key='-----BEGIN RSA PRIVATE KEY-----', installation_id=2),
      ('mutually exclusive',)),
+    # this host's engine has no Sysbox runtime; and a privileged runner needs the host's allow_privileged
+    (dict(profile={'docker': 'sysbox', 'network_mode': 'bridge'}), ('profile.docker is sysbox', 'sysbox-runc', 'its runtimes: ', 'runc')),
+    (dict(profile={'docker': 'privileged', 'network_mode': 'bridge'}), ('profile.docker is privileged', 'allow_privileged is true')),
 ])
 def test_bad_input_changes_nothing(engine, standin, pool, pool_name, store_path, args, words):
     before = (host_snapshot(engine, store_path, 'drover.pool=%s' % pool_name), json.dumps(standin.state(), sort_keys=True))

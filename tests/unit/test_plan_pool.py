@@ -735,9 +735,11 @@ def test_a_runner_s_gpus_come_from_the_shared_ledger_and_a_slot_waits_without_th
 
 @pytest.mark.parametrize('extra,error', [
     ({'docker': 'dind'}, "profile.docker must be one of none, rootless, sysbox, privileged, got 'dind'"),
-    ({'docker': 'sysbox'}, 'profile.docker sysbox is not supported yet'),
-    ({'docker': 'privileged'}, 'profile.docker privileged is not supported yet'),
+    ({'docker': 'privileged'}, 'profile.docker is privileged: each runner would run privileged (Docker in Docker), '
+                               'and any job it runs is root on the host; this host refuses it unless allow_privileged '
+                               'is true (role variable drover_allow_privileged)'),
     ({'docker': 'rootless', 'network_mode': 'none'}, 'profile.docker rootless needs profile.network_mode bridge'),
+    ({'docker': 'sysbox', 'network_mode': 'none'}, 'profile.docker sysbox needs profile.network_mode bridge'),
 ])
 def test_profile_docker_bad_input(extra, error):
     with pytest.raises(p_spec.SpecError) as exc:
@@ -749,6 +751,46 @@ def test_profile_docker_taken():
     assert spec().profile.docker == 'none'
     assert spec(profile={'name': 's', 'image': 'drover.local/runner:1', 'slots': 2, 'docker': 'rootless'}).profile.docker \
         == 'rootless'
+    assert spec(profile={'name': 's', 'image': 'drover.local/runner:1', 'slots': 2, 'docker': 'sysbox'}).profile.docker \
+        == 'sysbox'
+    privileged = {'name': 's', 'image': 'drover.local/runner:1', 'slots': 2, 'docker': 'privileged'}
+    assert spec(profile=privileged, allow_privileged=True).profile.docker == 'privileged'
+    # draining such a pool needs no policy; host network with it is refused even where the host allows both
+    assert spec(profile=privileged, state='absent').state == 'absent'
+    with pytest.raises(p_spec.SpecError, match='profile.docker privileged needs profile.network_mode bridge'):
+        spec(profile=dict(privileged, network_mode='host'), allow_privileged=True, allow_host_network=True)
+
+
+class _Recorder(object):
+    """An engine that records the runner containers a pass creates and starts."""
+
+    def __init__(self):
+        self.created = []
+
+    def create(self, name, image, labels, **kwargs):
+        self.created.append(dict(kwargs, name=name, image=image, labels=labels))
+        return 'c%d' % len(self.created)
+
+    def start(self, cid):
+        pass
+
+
+@pytest.mark.parametrize('docker,host,config', [
+    ('sysbox', {'runtime': 'sysbox-runc'}, {'volumes': ['/var/lib/docker']}),
+    ('privileged', {'privileged': True}, {'volumes': ['/var/lib/docker']}),
+    ('none', None, None),
+])
+def test_a_runner_with_the_engine_of_its_image_gets_its_runtime_or_privileges_and_a_data_volume(docker, host, config):
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    engine = _Recorder()
+    work = PoolPass(spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 1, 'docker': docker},
+                         allow_privileged=True), engine, _Store(), None, False, T0, '/nonexistent', [], 'scope')
+    assert work._launch((0, 'r1', 7, '/nonexistent/r1')) == ('c1', None)
+    [made] = engine.created
+    assert made['host'] == host and made['config'] == config
+    assert (made['environment'].get('DOCKER_BUILDKIT') == '1') == (docker != 'none')
+    # never the host's socket: the engine is the one inside the runner
+    assert not any('docker.sock' in b for b in made['binds'])
 
 
 def test_slot_ids_differ_by_store_pool_and_slot_and_fit_a_user_name():
