@@ -212,6 +212,11 @@ def _eval(node, attributes):
     return value is None or re.fullmatch(arg, value) is None        # !~
 
 
+def holds(node, attributes):
+    """Whether a host with `attributes` (name -> string) is a member of a parsed expression (parse())."""
+    return _eval(node, attributes)
+
+
 def matches(text, attributes, field='expression'):
     """Whether a host with `attributes` (name -> string) is a member of `text`."""
     return _eval(parse(text, field), dict((k, str(v)) for k, v in attributes.items() if v is not None))

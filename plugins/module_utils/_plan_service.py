@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Services: where each task of a service runs, decided once for the whole fleet.
+
+Owns: the placement of services' task instances on hosts - what stays, what starts where, what stops, and
+what cannot be placed with the reason on each host - from the services as declared, every host's capacity,
+attributes and reachability, what each host already runs for other reasons (declared tasks), and the
+instances the hosts were found running. ECS's model: `desired_count`; constraints `distinctInstance` and
+`memberOf` (the cluster query language of _placement); strategies applied in order, each narrowing the hosts
+the previous one left - `spread` by `instanceId` or `attribute:<name>`, `binpack` by `cpu` or `memory`,
+`random` (seeded by the service and the instance, so that two controllers decide alike).
+Must not: read a host, an engine or a store, keep anything between calls, or start anything: the inputs are
+arguments and the answer is a value (design.md: a fleet-wide decision is a pure function of the hosts'
+observed state, run once on the controller). Deployments (revisions replaced in steps) build on this.
+
+Capacity: `cpu` in CPU units (1,024 a core, as ECS counts), `memory` in MiB, `gpus` whole devices. A host's
+free capacity is its own less what it runs for other reasons (`used`) and less the instances kept or placed
+here; an instance is placed only where all three fit. A host that is not up runs nothing here: its instances
+count as lost and are placed again elsewhere; when it comes back, the excess over `desired_count` stops
+(the instances placed in its absence are as good as its own, and the strategies choose).
+
+An instance is `<service>-<index>`: the index is the lowest one no instance of the service holds, on any host
+(a lost one included), so that an instance placed again never takes the name of one on a host that returns.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import hashlib
+
+from ansible_collections.drover.fleet.plugins.module_utils import _placement
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+CPU_UNITS = 1024                            # a core, as ECS counts CPU
+STRATEGY_TYPES = ('spread', 'binpack', 'random')
+BINPACK_FIELDS = ('cpu', 'memory')
+SPREAD_INSTANCE = 'instanceId'
+CONSTRAINT_TYPES = ('distinctInstance', 'memberOf')
+MAX_DESIRED = 10000
+
+Service = collections.namedtuple('Service', ('name', 'desired', 'cpu', 'memory', 'gpus', 'constraints', 'strategy'))
+Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up'))
+Instance = collections.namedtuple('Instance', ('service', 'index', 'host'))
+Plan = collections.namedtuple('Plan', ('keep', 'start', 'stop', 'lost', 'unplaced'))
+
+
+def instance_name(service, index):
+    return '%s-%d' % (service, index)
+
+
+def _whole(value, field, low=0, high=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        raise SpecError('%s must be a whole number%s, got %r' % (
+            field, ' from %d to %d' % (low, high) if high is not None else ' of at least %d' % low, value))
+    return value
+
+
+def _typed(raw, key, where, types):
+    """The entries of a list of typed mappings (ECS's placement constraints and strategies): (field, type, entry)."""
+    entries = raw.get(key) or []
+    if not isinstance(entries, list):
+        raise SpecError('%s.%s must be a list' % (where, key))
+    for i, entry in enumerate(entries):
+        field = '%s.%s[%d]' % (where, key, i)
+        kind = entry.get('type') if isinstance(entry, dict) else None
+        if kind not in types:
+            raise SpecError('%s.type must be one of %s, got %r' % (field, ', '.join(types), kind))
+        yield field, kind, entry
+
+
+def service_spec(raw, where='service'):
+    """One declared service, checked: a Service. Raises SpecError naming the field."""
+    if not isinstance(raw, dict):
+        raise SpecError('%s must be a mapping' % where)
+    name = raw.get('name')
+    if not isinstance(name, str) or not name or not name.replace('-', '').replace('_', '').isalnum():
+        raise SpecError('%s.name must be letters, digits, "-" and "_", got %r' % (where, name))
+    desired = _whole(raw.get('desired_count', 1), '%s.desired_count' % where, 0, MAX_DESIRED)
+    cpu = _whole(raw.get('cpu') or 0, '%s.cpu' % where)
+    memory = _whole(raw.get('memory') or 0, '%s.memory' % where)
+    gpus = _whole(raw.get('gpus') or 0, '%s.gpus' % where)
+    constraints = []
+    for field, kind, entry in _typed(raw, 'placement_constraints', where, CONSTRAINT_TYPES):
+        if kind == 'distinctInstance':
+            constraints.append(('distinctInstance', None))
+        else:
+            constraints.append(('memberOf', _placement.parse(entry.get('expression'), '%s.expression' % field)))
+    strategy = []
+    for field, kind, entry in _typed(raw, 'placement_strategy', where, STRATEGY_TYPES):
+        on = entry.get('field')
+        if kind == 'binpack' and on not in BINPACK_FIELDS:
+            raise SpecError('%s.field must be cpu or memory for binpack, got %r' % (field, on))
+        if kind == 'spread':
+            on = on or SPREAD_INSTANCE
+            if on != SPREAD_INSTANCE and (not isinstance(on, str) or not on.startswith('attribute:')
+                                          or len(on) == len('attribute:')):
+                raise SpecError('%s.field must be instanceId or attribute:<name> for spread, got %r' % (field, on))
+        strategy.append((kind, on))
+    return Service(name, desired, cpu, memory, gpus, tuple(constraints), tuple(strategy))
+
+
+def host_spec(raw, where='host'):
+    """One host's capacity and attributes, checked: a Host."""
+    if not isinstance(raw, dict) or not isinstance(raw.get('name'), str) or not raw['name']:
+        raise SpecError('%s must be a mapping with a name' % where)
+    attributes = dict((str(k), str(v)) for k, v in (raw.get('attributes') or {}).items() if v is not None)
+    return Host(raw['name'], _whole(raw.get('cpu') or 0, '%s.cpu' % where),
+                _whole(raw.get('memory') or 0, '%s.memory' % where), _whole(raw.get('gpus') or 0, '%s.gpus' % where),
+                attributes, bool(raw.get('up', True)))
+
+
+class _Room:
+    """The free capacity of every host, spent as instances are kept and placed."""
+
+    def __init__(self, hosts, used):
+        self.free = {}
+        for host in hosts:
+            cpu, memory, gpus = (used or {}).get(host.name, (0, 0, 0))
+            self.free[host.name] = [host.cpu - cpu, host.memory - memory, host.gpus - gpus]
+
+    def lacks(self, host, svc):
+        """What the host lacks for one more instance of svc ('cpu', 'memory', 'gpus'), or None."""
+        free = self.free[host]
+        for i, (what, need) in enumerate((('cpu', svc.cpu), ('memory', svc.memory), ('gpus', svc.gpus))):
+            if need and free[i] < need:
+                return what
+        return None
+
+    def take(self, host, svc, sign=1):
+        free = self.free[host]
+        free[0] -= sign * svc.cpu
+        free[1] -= sign * svc.memory
+        free[2] -= sign * svc.gpus
+
+
+def _member(svc, host):
+    return all(_placement.holds(node, host.attributes) for kind, node in svc.constraints if kind == 'memberOf')
+
+
+def _distinct(svc):
+    return any(kind == 'distinctInstance' for kind, dummy in svc.constraints)
+
+
+def _group(host, on):
+    return host.name if on == SPREAD_INSTANCE else host.attributes.get(on[len('attribute:'):])
+
+
+def _draw(svc, index, host):
+    return hashlib.sha256(('%s/%d/%s' % (svc.name, index, host)).encode()).hexdigest()
+
+
+def _choose(svc, index, candidates, by_name, counts, room):
+    """The host of a new instance: the strategies narrow the candidates in order; the first by name wins."""
+    left = candidates
+    for kind, on in svc.strategy:
+        if len(left) < 2:
+            break
+        if kind == 'spread':
+            keyed = [(counts[on].get(_group(by_name[h], on), 0), h) for h in left]
+        elif kind == 'binpack':
+            at = 0 if on == 'cpu' else 1
+            keyed = [(room.free[h][at], h) for h in left]
+        else:
+            keyed = [(_draw(svc, index, h), h) for h in left]
+        best = min(k for k, dummy in keyed)
+        left = [h for k, h in keyed if k == best]
+    return min(left)
+
+
+def _victim(svc, mine, by_name, counts, room):
+    """Which of the service's kept instances stops first when it has too many: one the strategies would
+    least have placed (spread: in the fullest group; binpack: on the emptiest host), else the highest index."""
+    left = list(mine)
+    for kind, on in svc.strategy:
+        if len(left) < 2:
+            break
+        if kind == 'spread':
+            keyed = [(counts[on].get(_group(by_name[i.host], on), 0), i) for i in left]
+        elif kind == 'binpack':
+            at = 0 if on == 'cpu' else 1
+            keyed = [(room.free[i.host][at], i) for i in left]
+        else:
+            continue
+        best = max(k for k, dummy in keyed)
+        left = [i for k, i in keyed if k == best]
+    return max(left, key=lambda i: i.index)
+
+
+def plan(services, hosts, found, used=None):
+    """Place every service: a Plan of keep, start and stop (lists of Instance), lost (instances on hosts that are
+    not up, each placed again) and unplaced ({service: {'count': n, 'reasons': {host: why}}}).
+    `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise."""
+    by_name = dict((h.name, h) for h in hosts)
+    room = _Room(hosts, used)
+    keep, start, stop, lost, unplaced = [], [], [], [], {}
+    declared = dict((s.name, s) for s in services)
+    for inst in found:
+        if inst.service not in declared and by_name.get(inst.host) is not None and by_name[inst.host].up:
+            stop.append(inst)                                   # a service no longer declared
+    for svc in sorted(services, key=lambda s: s.name):
+        theirs = sorted((i for i in found if i.service == svc.name), key=lambda i: (i.index, i.host))
+        taken = set(i.index for i in theirs)
+        counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
+        mine, on_host = [], collections.Counter()
+        for inst in theirs:
+            host = by_name.get(inst.host)
+            if host is None or not host.up:
+                lost.append(inst)
+                continue
+            misplaced = not _member(svc, host) or (_distinct(svc) and on_host[inst.host]) \
+                or room.lacks(inst.host, svc) is not None
+            if misplaced:
+                stop.append(inst)
+                continue
+            mine.append(inst)
+            on_host[inst.host] += 1
+            room.take(inst.host, svc)
+            for on, counter in counts.items():
+                counter[_group(host, on)] += 1
+        while len(mine) > svc.desired:
+            victim = _victim(svc, mine, by_name, counts, room)
+            mine.remove(victim)
+            stop.append(victim)
+            on_host[victim.host] -= 1
+            room.take(victim.host, svc, sign=-1)
+            for on, counter in counts.items():
+                counter[_group(by_name[victim.host], on)] -= 1
+        keep.extend(mine)
+        index = 0
+        missing = svc.desired - len(mine)
+        # Reachability and memberOf hold for the whole pass; distinctInstance and capacity change as it places.
+        fixed = dict((h.name, 'unreachable' if not h.up else None if _member(svc, h) else 'memberOf') for h in hosts)
+        eligible = [h.name for h in hosts if fixed[h.name] is None]
+        distinct = _distinct(svc)
+        while missing > 0:
+            candidates = [h for h in eligible if not (distinct and on_host[h]) and room.lacks(h, svc) is None]
+            if not candidates:
+                reasons = dict((h.name, fixed[h.name] or _refusal(svc, h.name, distinct, on_host, room))
+                               for h in hosts)
+                unplaced[svc.name] = {'count': missing, 'reasons': reasons}
+                break
+            while index in taken:
+                index += 1
+            taken.add(index)
+            chosen = _choose(svc, index, candidates, by_name, counts, room)
+            inst = Instance(svc.name, index, chosen)
+            start.append(inst)
+            on_host[chosen] += 1
+            room.take(chosen, svc)
+            for on, counter in counts.items():
+                counter[_group(by_name[chosen], on)] += 1
+            missing -= 1
+    return Plan(keep, start, stop, lost, unplaced)
+
+
+def _refusal(svc, host, distinct, on_host, room):
+    """Why a reachable member host takes no further instance of svc."""
+    if distinct and on_host[host]:
+        return 'distinctInstance'
+    return 'not enough %s' % room.lacks(host, svc)
+
+
+def by_host(plan_, hosts):
+    """What each host runs of the services after the plan: {host: [instance name, ...]} (hosts that are up)."""
+    out = dict((h.name, []) for h in hosts if h.up)
+    for inst in list(plan_.keep) + list(plan_.start):
+        out[inst.host].append(instance_name(inst.service, inst.index))
+    for names in out.values():
+        names.sort()
+    return out

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+"""The services' placement decider (_plan_service): pure, on synthetic hosts."""
+
+from __future__ import absolute_import, division, print_function
+
+import collections
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+ZONES = {'h1': 'a', 'h2': 'a', 'h3': 'b', 'h4': 'b', 'h5': 'c', 'h6': 'c'}
+
+
+def fleet(memory=4096, cpu=4096, gpus=0, down=(), **attrs):
+    return [ps.host_spec({'name': name, 'cpu': cpu, 'memory': memory, 'gpus': gpus, 'up': name not in down,
+                          'attributes': dict({'zone': zone}, **attrs.get(name, {}))})
+            for name, zone in sorted(ZONES.items())]
+
+
+def web(desired=9, **kw):
+    raw = dict(name='web', desired_count=desired, cpu=256, memory=512,
+               placement_strategy=[{'type': 'spread', 'field': 'attribute:zone'}, {'type': 'binpack', 'field': 'memory'}])
+    raw.update(kw)
+    return ps.service_spec(raw)
+
+
+def after(plan):
+    """The instances running once the plan is carried out (what the next pass finds)."""
+    return list(plan.keep) + list(plan.start)
+
+
+def per(instances, key):
+    return collections.Counter(key(i) for i in instances)
+
+
+def zone_of(inst):
+    return ZONES[inst.host]
+
+
+def fits(instances, hosts, services, used=None):
+    by = dict((s.name, s) for s in services)
+    for host in hosts:
+        mine = [by[i.service] for i in instances if i.host == host.name]
+        spent = (used or {}).get(host.name, (0, 0, 0))
+        assert sum(s.cpu for s in mine) + spent[0] <= host.cpu
+        assert sum(s.memory for s in mine) + spent[1] <= host.memory
+        assert sum(s.gpus for s in mine) + spent[2] <= host.gpus
+    return True
+
+
+def test_nine_spread_by_zone_then_binpacked_and_a_second_pass_changes_nothing():
+    hosts, svc = fleet(), web()
+    first = ps.plan([svc], hosts, [])
+    running = after(first)
+    assert len(running) == 9 and not first.stop and not first.unplaced
+    assert per(running, zone_of) == {'a': 3, 'b': 3, 'c': 3}
+    # binpack memory within a zone: the three of a zone share one host while it has room
+    assert sorted(per(running, lambda i: i.host).values()) == [3, 3, 3]
+    assert fits(running, hosts, [svc])
+    assert sorted(ps.instance_name(i.service, i.index) for i in running) == sorted('web-%d' % n for n in range(9))
+    second = ps.plan([svc], hosts, running)
+    assert not second.start and not second.stop and not second.lost and len(second.keep) == 9
+
+
+@pytest.mark.parametrize('count,zones', [(12, {'a': 4, 'b': 4, 'c': 4}), (4, None)])
+def test_scaling_keeps_the_spread(count, zones):
+    hosts = fleet()
+    running = after(ps.plan([web()], hosts, []))
+    scaled = ps.plan([web(desired=count)], hosts, running)
+    now = after(scaled)
+    assert len(now) == count
+    by_zone = per(now, zone_of)
+    if zones:
+        assert by_zone == zones and len(scaled.start) == 3 and not scaled.stop
+    else:
+        assert sorted(by_zone.values()) == [1, 1, 2] and len(scaled.stop) == 5 and not scaled.start
+    assert fits(now, hosts, [web()])
+    assert not ps.plan([web(desired=count)], hosts, now).start
+
+
+def test_a_host_down_has_its_tasks_placed_elsewhere_and_the_excess_goes_when_it_returns():
+    hosts = fleet(memory=2048)              # room for 4 of 512 MiB a host
+    running = after(ps.plan([web()], hosts, []))
+    gone = max(per(running, lambda i: i.host).items(), key=lambda kv: (kv[1], kv[0]))[0]
+    lost_here = [i for i in running if i.host == gone]
+    down = fleet(memory=2048, down=(gone,))
+    healed = ps.plan([web()], down, running)
+    assert sorted(healed.lost) == sorted(lost_here) and len(healed.start) == len(lost_here)
+    assert all(i.host != gone for i in healed.start)
+    assert len(after(healed)) == 9 and fits(after(healed), down, [web()])
+    # a new instance never takes the name of a lost one
+    assert not set(i.index for i in healed.start) & set(i.index for i in lost_here)
+    # the host returns with its old instances: the excess stops, 9 run, nothing twice
+    back = ps.plan([web()], fleet(memory=2048), after(healed) + lost_here)
+    now = after(back)
+    assert len(now) == 9 and len(back.stop) == len(lost_here) and not back.start
+    assert per(now, zone_of) == {'a': 3, 'b': 3, 'c': 3}
+    assert len(set((i.service, i.index) for i in now)) == 9
+
+
+def test_distinct_instance_and_what_cannot_be_placed_is_told_per_host():
+    svc = web(desired=8, placement_constraints=[{'type': 'distinctInstance'}])
+    done = ps.plan([svc], fleet(), [])
+    assert max(per(after(done), lambda i: i.host).values()) == 1 and len(after(done)) == 6
+    assert done.unplaced == {'web': {'count': 2, 'reasons': dict((h, 'distinctInstance') for h in ZONES)}}
+
+
+def test_member_of_across_hosts():
+    svc = web(desired=4, placement_constraints=[{'type': 'memberOf', 'expression': 'attribute:zone in [a, c]'}])
+    done = ps.plan([svc], fleet(), [])
+    assert set(per(after(done), zone_of)) == {'a', 'c'} and len(after(done)) == 4
+    # an instance found outside the expression (the constraint changed) stops, and one is placed inside it
+    moved = ps.plan([svc], fleet(), [ps.Instance('web', 0, 'h3')] + after(done)[:3])
+    assert moved.stop == [ps.Instance('web', 0, 'h3')] and all(zone_of(i) in 'ac' for i in after(moved))
+    narrow = ps.service_spec(dict(name='db', desired_count=1, memory=512,
+                                  placement_constraints=[{'type': 'memberOf', 'expression': 'attribute:zone == z'}]))
+    refused = ps.plan([narrow], fleet(), [])
+    assert refused.unplaced['db']['reasons'] == dict((h, 'memberOf') for h in ZONES) and not refused.start
+
+
+def test_capacity_counts_declared_tasks_and_a_gpu_task_goes_only_where_a_gpu_is_free():
+    hosts = fleet(gpus=1)
+    used = dict((h, (0, 0, 1)) for h in ZONES if h != 'h4')         # every GPU but h4's pinned by declared tasks
+    used['h1'] = (0, 4096, 1)                                        # h1's memory all taken
+    train = ps.service_spec(dict(name='train', desired_count=2, memory=1024, gpus=1))
+    done = ps.plan([train, web()], hosts, [], used)
+    assert [i.host for i in after(done) if i.service == 'train'] == ['h4']
+    assert done.unplaced['train']['count'] == 1
+    assert done.unplaced['train']['reasons']['h2'] == 'not enough gpus'
+    assert done.unplaced['train']['reasons']['h4'] == 'not enough gpus'
+    assert 'h1' not in set(i.host for i in after(done) if i.service == 'web')
+    assert fits(after(done), hosts, [train, web()], used)
+
+
+def test_too_little_room_anywhere_is_unplaced_never_over_capacity():
+    hosts = fleet(memory=1024)
+    done = ps.plan([web(desired=20)], hosts, [])
+    assert len(after(done)) == 12 and done.unplaced['web']['count'] == 8
+    assert set(done.unplaced['web']['reasons'].values()) == {'not enough memory'}
+    assert fits(after(done), hosts, [web()])
+
+
+def test_random_is_the_same_on_every_controller_and_a_service_no_longer_declared_stops():
+    svc = web(desired=5, placement_strategy=[{'type': 'random'}])
+    one, two = ps.plan([svc], fleet(), []), ps.plan([svc], fleet(), [])
+    assert one == two and len(set(i.host for i in one.start)) > 1
+    gone = ps.plan([], fleet(), after(one))
+    assert sorted(gone.stop) == sorted(after(one)) and not gone.keep
+    assert ps.by_host(one, fleet())['h1'] == sorted(ps.instance_name(i.service, i.index)
+                                                   for i in one.start if i.host == 'h1')
+
+
+@pytest.mark.parametrize('raw,error', [
+    (dict(name='web', desired_count=-1), 'service.desired_count must be a whole number from 0 to 10000, got -1'),
+    (dict(name='web', placement_strategy=[{'type': 'binpack', 'field': 'disk'}]),
+     "service.placement_strategy[0].field must be cpu or memory for binpack, got 'disk'"),
+    (dict(name='web', placement_strategy=[{'type': 'spread', 'field': 'zone'}]),
+     "service.placement_strategy[0].field must be instanceId or attribute:<name> for spread, got 'zone'"),
+    (dict(name='web', placement_strategy=[{'type': 'fill'}]),
+     "service.placement_strategy[0].type must be one of spread, binpack, random, got 'fill'"),
+    (dict(name='web', placement_constraints=[{'type': 'memberOf', 'expression': 'attribute:zone =='}]),
+     'service.placement_constraints[0].expression'),
+    (dict(name='web', placement_constraints=[{'type': 'sameHost'}]),
+     "service.placement_constraints[0].type must be one of distinctInstance, memberOf, got 'sameHost'"),
+    (dict(name='a b'), "service.name must be letters, digits, \"-\" and \"_\", got 'a b'"),
+])
+def test_bad_services_name_the_field(raw, error):
+    with pytest.raises(SpecError) as exc:
+        ps.service_spec(raw)
+    assert str(exc.value).startswith(error), str(exc.value)
