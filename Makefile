@@ -123,7 +123,7 @@ integration: setup registry
 	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
 	hack/leaks.sh
 
-MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles
+MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles service_placement
 FILTERS := ecs_placeholders ecs_render
 
 docs: venv collection

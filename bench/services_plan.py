@@ -30,9 +30,11 @@ ZONES = ('a', 'b', 'c', 'd')
 
 
 def facts(n_hosts, n_services, n_tasks):
-    hosts = [ps.host_spec({'name': 'h%03d' % i, 'cpu': 16 * 1024, 'memory': 65536, 'gpus': 1 if i % 10 == 0 else 0,
-                           'attributes': {'zone': ZONES[i % len(ZONES)], 'rack': 'r%d' % (i // 8)}})
-              for i in range(n_hosts)]
+    hosts = []
+    for i in range(n_hosts):
+        hosts.append(ps.host_spec({'name': 'h%03d' % i, 'cpu': 16 * 1024, 'memory': 65536,
+                                   'gpus': 1 if i % 10 == 0 else 0,
+                                   'attributes': {'zone': ZONES[i % len(ZONES)], 'rack': 'r%d' % (i // 8)}}))
     used = dict((h.name, (1024, 65536 // 5, 0)) for h in hosts)
     each, extra = divmod(n_tasks, n_services)
     services = []

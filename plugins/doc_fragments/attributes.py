@@ -30,6 +30,22 @@ attributes:
       - drover.fleet.fleet
 '''
 
+    # An action plugin of the collection's that decides on the controller alone.
+    CONTROLLER = r'''
+options: {}
+attributes:
+  action:
+    description: Runs as an action plugin on the controller.
+    support: full
+  async:
+    description: Cannot run asynchronously.
+    support: none
+  platform:
+    description: Runs on the controller, whatever the host.
+    support: full
+    platforms: all
+'''
+
     INFO_MODULE = r'''
 options: {}
 attributes:

@@ -1177,7 +1177,7 @@ def info(params):
         for key in keys:
             out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key)),
                                  plan_mod.checked_by_labels(grouped.get(key, []))))
-        return {'changed': False, 'tasks': out}
+        return {'changed': False, 'tasks': out, 'capacity': engine.capacity()}
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:

@@ -113,6 +113,11 @@ class Engine:
         """The volume drivers of the engine: 'local' and its volume plugins."""
         return sorted(set(['local'] + list((self._info().get('Plugins') or {}).get('Volume') or [])))
 
+    def capacity(self):
+        """What the engine's host has: {'cpu': CPU units (1,024 a core), 'memory': MiB}."""
+        info = self._info()
+        return {'cpu': int(info.get('NCPU') or 0) * 1024, 'memory': int(info.get('MemTotal') or 0) // (1 << 20)}
+
     def runtimes(self):
         """The names of the engine's OCI runtimes (runc, and sysbox-runc where Sysbox is installed)."""
         return sorted((self._info().get('Runtimes') or {}).keys())

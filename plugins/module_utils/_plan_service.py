@@ -20,8 +20,9 @@ here; an instance is placed only where all three fit. A host that is not up runs
 count as lost and are placed again elsewhere; when it comes back, the excess over `desired_count` stops
 (the instances placed in its absence are as good as its own, and the strategies choose).
 
-An instance is `<service>-<index>`: the index is the lowest one no instance of the service holds, on any host
-(a lost one included), so that an instance placed again never takes the name of one on a host that returns.
+An instance is `<service>-<index>`: the index is the lowest one that no instance found holds. A host that is
+down tells nothing, so an instance placed again may take the name of one it held; when it returns, each index
+is kept on one host alone (the first by name) and the others stop: nothing runs twice.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -79,9 +80,10 @@ def service_spec(raw, where='service'):
     if not isinstance(name, str) or not name or not name.replace('-', '').replace('_', '').isalnum():
         raise SpecError('%s.name must be letters, digits, "-" and "_", got %r' % (where, name))
     desired = _whole(raw.get('desired_count', 1), '%s.desired_count' % where, 0, MAX_DESIRED)
-    cpu = _whole(raw.get('cpu') or 0, '%s.cpu' % where)
-    memory = _whole(raw.get('memory') or 0, '%s.memory' % where)
-    gpus = _whole(raw.get('gpus') or 0, '%s.gpus' % where)
+    cpu, memory, gpus = needs(raw, where)
+    cpu = _whole(cpu, '%s.cpu' % where)
+    memory = _whole(memory, '%s.memory' % where)
+    gpus = _whole(raw.get('gpus') or gpus, '%s.gpus' % where)
     constraints = []
     for field, kind, entry in _typed(raw, 'placement_constraints', where, CONSTRAINT_TYPES):
         if kind == 'distinctInstance':
@@ -202,20 +204,21 @@ def plan(services, hosts, found, used=None):
             stop.append(inst)                                   # a service no longer declared
     for svc in sorted(services, key=lambda s: s.name):
         theirs = sorted((i for i in found if i.service == svc.name), key=lambda i: (i.index, i.host))
-        taken = set(i.index for i in theirs)
+        taken = set(i.index for i in theirs if by_name.get(i.host) is not None and by_name[i.host].up)
         counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
-        mine, on_host = [], collections.Counter()
+        mine, on_host, held = [], collections.Counter(), set()
         for inst in theirs:
             host = by_name.get(inst.host)
             if host is None or not host.up:
                 lost.append(inst)
                 continue
-            misplaced = not _member(svc, host) or (_distinct(svc) and on_host[inst.host]) \
+            misplaced = inst.index in held or not _member(svc, host) or (_distinct(svc) and on_host[inst.host]) \
                 or room.lacks(inst.host, svc) is not None
             if misplaced:
                 stop.append(inst)
                 continue
             mine.append(inst)
+            held.add(inst.index)
             on_host[inst.host] += 1
             room.take(inst.host, svc)
             for on, counter in counts.items():
@@ -271,3 +274,45 @@ def by_host(plan_, hosts):
     for names in out.values():
         names.sort()
     return out
+
+
+def _amount(value, unit_word, per_unit, field):
+    """A task-level cpu or memory as ECS writes it: a whole number (CPU units, MiB), or "<n> vCPU" / "<n> GB"."""
+    if value is None or value == '':
+        return 0
+    if isinstance(value, bool):
+        raise SpecError('%s must be a number, got %r' % (field, value))
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    try:
+        if text.lower().endswith(unit_word.lower()):
+            return int(float(text[:-len(unit_word)].strip()) * per_unit)
+        return int(text)
+    except ValueError:
+        raise SpecError('%s must be a whole number or "<n> %s", got %r' % (field, unit_word, value))
+
+
+def needs(decl, where='task'):
+    """What one task takes of a host: (cpu units, memory MiB, gpus), from a declaration as drover_tasks holds it
+    (`containers`, or an ECS `task_definition`): the task-level cpu and memory where given, else the sum of its
+    containers' (memory, else memoryReservation); GPUs the sum of the containers'."""
+    td = decl.get('task_definition') or {}
+    if isinstance(td, dict) and isinstance(td.get('taskDefinition'), dict):
+        td = td['taskDefinition']
+    containers = decl.get('containers') or (td.get('containerDefinitions') if isinstance(td, dict) else None) or []
+    cpu = memory = gpus = 0
+    for c in containers if isinstance(containers, list) else []:
+        if not isinstance(c, dict):
+            continue
+        cpu += c.get('cpu') or 0
+        memory += c.get('memory') or c.get('memory_reservation') or c.get('memoryReservation') or 0
+        gpus += c.get('gpu') or 0
+        for req in c.get('resourceRequirements') or []:
+            if isinstance(req, dict) and req.get('type') == 'GPU':
+                gpus += int(req.get('value') or 0)
+    level_cpu = _amount(decl.get('cpu', td.get('cpu') if isinstance(td, dict) else None), 'vCPU', CPU_UNITS,
+                        '%s.cpu' % where)
+    level_memory = _amount(decl.get('memory', td.get('memory') if isinstance(td, dict) else None), 'GB', 1024,
+                           '%s.memory' % where)
+    return level_cpu or cpu, level_memory or memory, gpus

@@ -70,6 +70,13 @@ tasks:
       containers:
         - {name: main, image: 'drover.local/busybox:1', runtime_id: 3f2c..., last_status: RUNNING,
            exit_code: null, gpu_ids: [], health_status: UNKNOWN}
+capacity:
+  description:
+    - What the engine's host has, for placing services (M(drover.fleet.service_placement)) - C(cpu) in CPU units
+      (1,024 a core, as ECS counts) and C(memory) in MiB.
+  returned: always
+  type: dict
+  sample: {cpu: 4096, memory: 15990}
 '''
 
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs

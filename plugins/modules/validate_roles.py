@@ -24,6 +24,7 @@ author:
 extends_documentation_fragment:
   - drover.fleet.attributes
   - drover.fleet.attributes.INFO_MODULE
+  - drover.fleet.attributes.CONTROLLER
 options:
   roles:
     description:
@@ -38,17 +39,6 @@ options:
         the options of its V(main).
     type: str
     default: validate
-attributes:
-  action:
-    description: Runs as an action plugin on the controller.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
-  platform:
-    description: The variables are checked on the controller, whatever the host.
-    support: full
-    platforms: all
 notes:
   - Each role's own check stays where the role runs on its own (its C(main) or C(validate) entry point);
     import a role with C(rolespec_validate=false) after this task so that it is not checked twice, and with

@@ -169,3 +169,12 @@ def kill_when(proc, ready, timeout=60):
             proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     return value
+
+
+def sim_host(tmp_path, one, cluster, **more):
+    """The inventory variables of a simulated host (tests/fixtures/fleet_engines.py's engine `one`), reached
+    locally: its engine, a store of its own under tmp_path/hosts, its tasks' cluster; `more` on top."""
+    return dict({'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
+                 'drover_docker_host': one.host,
+                 'drover_store_path': str(tmp_path / 'hosts' / one.name / 'state' / 'store.db'),
+                 'drover_tasks_cluster': cluster}, **more)

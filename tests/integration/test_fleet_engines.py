@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from fleet_engines import FleetEngines
-from helpers import IMAGE, ansible_env, netns_list, task_containers
+from helpers import IMAGE, ansible_env, netns_list, sim_host, task_containers
 from sweep import given, look
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
@@ -74,16 +74,9 @@ def bridge_index():
 def inventory(tmp_path, fleet, cluster):
     hosts = {}
     for one in fleet:
-        hosts['sim%s' % one.name] = {
-            'ansible_connection': 'local',
-            'ansible_python_interpreter': sys.executable,
-            'drover_docker_host': one.host,
-            'drover_store_path': str(tmp_path / 'hosts' / one.name / 'state' / 'store.db'),
-            'drover_tasks_cluster': cluster,
-            'drover_tasks': [{'name': name, 'network_mode': 'none', 'containers': [
-                {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16}]} for name in TASKS],
-            'drover_pools': [],
-        }
+        hosts['sim%s' % one.name] = sim_host(tmp_path, one, cluster, drover_pools=[], drover_tasks=[
+            {'name': name, 'network_mode': 'none', 'containers': [
+                {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16}]} for name in TASKS])
     path = given(tmp_path / 'inventory.json')
     path.write_text(json.dumps({'all': {'hosts': hosts}}))
     return str(path), sorted(hosts)

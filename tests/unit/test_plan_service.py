@@ -90,14 +90,13 @@ def test_a_host_down_has_its_tasks_placed_elsewhere_and_the_excess_goes_when_it_
     assert sorted(healed.lost) == sorted(lost_here) and len(healed.start) == len(lost_here)
     assert all(i.host != gone for i in healed.start)
     assert len(after(healed)) == 9 and fits(after(healed), down, [web()])
-    # a new instance never takes the name of a lost one
-    assert not set(i.index for i in healed.start) & set(i.index for i in lost_here)
-    # the host returns with its old instances: the excess stops, 9 run, nothing twice
+    # the host returns with its old instances: the excess stops, 9 run, each index on one host alone
     back = ps.plan([web()], fleet(memory=2048), after(healed) + lost_here)
     now = after(back)
     assert len(now) == 9 and len(back.stop) == len(lost_here) and not back.start
     assert per(now, zone_of) == {'a': 3, 'b': 3, 'c': 3}
     assert len(set((i.service, i.index) for i in now)) == 9
+    assert not ps.plan([web()], fleet(memory=2048), now).stop
 
 
 def test_distinct_instance_and_what_cannot_be_placed_is_told_per_host():
@@ -148,8 +147,8 @@ def test_random_is_the_same_on_every_controller_and_a_service_no_longer_declared
     assert one == two and len(set(i.host for i in one.start)) > 1
     gone = ps.plan([], fleet(), after(one))
     assert sorted(gone.stop) == sorted(after(one)) and not gone.keep
-    assert ps.by_host(one, fleet())['h1'] == sorted(ps.instance_name(i.service, i.index)
-                                                   for i in one.start if i.host == 'h1')
+    on_h1 = sorted(ps.instance_name(i.service, i.index) for i in one.start if i.host == 'h1')
+    assert ps.by_host(one, fleet())['h1'] == on_h1
 
 
 @pytest.mark.parametrize('raw,error', [
@@ -170,3 +169,44 @@ def test_bad_services_name_the_field(raw, error):
     with pytest.raises(SpecError) as exc:
         ps.service_spec(raw)
     assert str(exc.value).startswith(error), str(exc.value)
+
+
+@pytest.mark.parametrize('decl,want', [
+    ({'containers': [{'name': 'a', 'memory': 64, 'cpu': 128}, {'name': 'b', 'memory_reservation': 32, 'gpu': 1}]},
+     (128, 96, 1)),
+    ({'cpu': 512, 'memory': 256, 'containers': [{'name': 'a', 'memory': 64}]}, (512, 256, 0)),
+    ({'task_definition': {'cpu': '1 vCPU', 'memory': '2 GB', 'containerDefinitions': [
+        {'name': 'a', 'memoryReservation': 128, 'resourceRequirements': [{'type': 'GPU', 'value': '2'}]}]}},
+     (1024, 2048, 2)),
+    ({'task_definition': {'taskDefinition': {'containerDefinitions': [{'name': 'a', 'memory': 100, 'cpu': 10}]}}},
+     (10, 100, 0)),
+])
+def test_what_a_task_takes_of_a_host(decl, want):
+    assert ps.needs(decl) == want
+
+
+def test_a_task_level_amount_it_cannot_read_names_the_field():
+    with pytest.raises(SpecError, match=r"task.memory must be a whole number or \"<n> GB\", got 'lots'"):
+        ps.needs({'memory': 'lots'})
+
+
+def test_the_placement_action_hands_each_host_its_share_and_refuses_a_declared_task_named_as_an_instance():
+    from ansible.errors import AnsibleActionFail
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    services = [{'name': 'web', 'cluster': 'prod', 'desired_count': 3, 'network_mode': 'none',
+                 'containers': [{'name': 'main', 'image': 'i', 'memory': 64}],
+                 'placement_constraints': [{'type': 'distinctInstance'}]}]
+    hosts = [{'name': 'h%d' % i, 'up': i != 3, 'capacity': {'cpu': 1024, 'memory': 256}, 'attributes': {},
+              'tasks': [{'name': 'web-0', 'cluster': 'prod', 'last_status': 'RUNNING'}] if i == 1 else [],
+              'declared': [{'name': 'db', 'containers': [{'name': 'm', 'memory': 192}]}] if i == 2 else []}
+             for i in (1, 2, 3, 4)]
+    out = place(services, hosts)
+    assert [d['name'] for d in out['placement']['h1']] == ['web-0']             # kept where it runs
+    assert out['placement']['h2'] == [{'name': 'web-1', 'cluster': 'prod', 'network_mode': 'none',
+                                       'containers': services[0]['containers']}]   # 192 + 64 fits in 256
+    assert [d['name'] for d in out['placement']['h4']] == ['web-2'] and 'h3' not in out['placement']
+    assert out['clusters'] == {'h1': ['prod'], 'h2': ['prod'], 'h4': ['prod']} and out['unplaced'] == {}
+    hosts[1]['declared'].append({'name': 'web-7', 'cluster': 'prod'})
+    with pytest.raises(AnsibleActionFail, match=r'hosts\[h2\].declared\[1\].name web-7 in cluster prod is the name '
+                                                r'of an instance of service web'):
+        place(services, hosts)

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+"""drover.fleet.services on simulated hosts (tests/fixtures/fleet_engines.py: one dockerd each): six hosts in
+three zones, a service of 9 spread by zone then binpacked by memory; a second run changes nothing; scaled to 12
+and to 4 the spread holds; a host whose engine stops has its tasks placed on the others within their capacity,
+and when it returns the excess stops."""
+
+from __future__ import absolute_import, division, print_function
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fleet_engines import FleetEngines
+from helpers import IMAGE, ansible_env, sim_host, task_containers
+from sweep import given, look
+
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+PLAY_RECAP = re.compile(r'^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
+HOSTS = 6
+ZONES = ('a', 'a', 'b', 'b', 'c', 'c')
+CAPACITY = {'cpu': 4096, 'memory': 256}         # room for 8 tasks of 32 MiB a host
+
+
+@pytest.fixture
+def fleet(engine):  # pylint: disable=unused-argument
+    engines = FleetEngines(HOSTS, image=IMAGE)
+    engines.start()
+    try:
+        yield engines
+    finally:
+        engines.stop()
+
+
+def inventory(tmp_path, fleet, cluster, desired, declared_memory=0):
+    hosts = {}
+    for one, zone in zip(fleet, ZONES):
+        hosts['sim%s' % one.name] = sim_host(
+            tmp_path, one, cluster, drover_attributes={'zone': zone}, drover_capacity=CAPACITY,
+            drover_tasks=[{'name': 'own', 'network_mode': 'none', 'containers': [
+                {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': declared_memory}]}]
+            if declared_memory else [])
+    services = [{'name': 'web', 'cluster': cluster, 'desired_count': desired,
+                 'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 32}],
+                 'network_mode': 'none',
+                 'placement_strategy': [{'type': 'spread', 'field': 'attribute:zone'},
+                                        {'type': 'binpack', 'field': 'memory'}]}]
+    path = given(tmp_path / 'inventory.json')
+    path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {'drover_services': services}}}))
+    return str(path), sorted(hosts)
+
+
+def run(tmp_path, path):
+    env = ansible_env(tmp_path)
+    done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), 'drover.fleet.services'],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
+    out = done.stdout + done.stderr
+    look(out, 'ansible-playbook output')
+    assert done.returncode == 0, out[-5000:]
+    return dict((m[0], tuple(int(n) for n in m[1:])) for m in PLAY_RECAP.findall(out)), out
+
+
+def running(fleet, cluster, skip=()):
+    """{host: [task names running]} from each engine."""
+    out = {}
+    for one in fleet:
+        if one.name in skip:
+            continue
+        client = one.client()
+        try:
+            boxes = client.containers.list(filters={'label': 'drover.cluster=%s' % cluster, 'status': 'running'})
+            out['sim%s' % one.name] = sorted(b.labels.get('drover.task') for b in boxes)
+        finally:
+            client.close()
+    return out
+
+
+def by_zone(now):
+    zones = dict(('sim%02d' % (i + 1), z) for i, z in enumerate(ZONES))
+    return dict(collections.Counter(zones[h] for h, names in now.items() for n in names if n.startswith('web-')))
+
+
+def instances(now):
+    return sorted(n for names in now.values() for n in names if n.startswith('web-'))
+
+
+def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_path):
+    path, hosts = inventory(tmp_path, fleet, cluster, 9, declared_memory=64)
+    recap, out = run(tmp_path, path)
+    now = running(fleet, cluster)
+    assert by_zone(now) == {'a': 3, 'b': 3, 'c': 3}, now
+    assert instances(now) == sorted('web-%d' % i for i in range(9))
+    # binpack: a zone's three on one host (the declared task leaves room for 6 of 32 MiB)
+    assert sorted(len([n for n in names if n.startswith('web-')]) for names in now.values()) == [0, 0, 0, 3, 3, 3]
+    assert all(len([n for n in names if n == 'own']) == 1 for names in now.values())
+    assert task_containers(engine, cluster) == []                       # nothing on the machine's engine
+
+    recap, out = run(tmp_path, path)
+    assert all(recap[h][1] == 0 for h in hosts), out[-4000:]          # changed=0 everywhere
+    assert running(fleet, cluster) == now
+
+    path, hosts = inventory(tmp_path, fleet, cluster, 12, declared_memory=64)
+    run(tmp_path, path)
+    now = running(fleet, cluster)
+    assert by_zone(now) == {'a': 4, 'b': 4, 'c': 4}, now
+    for names in now.values():                                          # 64 + 32 x n within 256 MiB
+        assert 64 * ('own' in names) + 32 * len([n for n in names if n.startswith('web-')]) <= CAPACITY['memory']
+
+    path, hosts = inventory(tmp_path, fleet, cluster, 4, declared_memory=64)
+    run(tmp_path, path)
+    now = running(fleet, cluster)
+    assert sorted(by_zone(now).values()) == [1, 1, 2], now
+
+    # A host's engine stops: its instances are placed on the others; it comes back: the excess stops.
+    path, hosts = inventory(tmp_path, fleet, cluster, 9, declared_memory=64)
+    run(tmp_path, path)
+    before = running(fleet, cluster)
+    gone = max(before, key=lambda h: (len([n for n in before[h] if n.startswith('web-')]), h))
+    lost = [n for n in before[gone] if n.startswith('web-')]
+    victim = fleet[int(gone[3:]) - 1]
+    victim.proc.terminate()
+    victim.proc.wait(timeout=60)
+    recap, out = run(tmp_path, path)
+    healed = running(fleet, cluster, skip=(victim.name,))
+    assert len(set(instances(healed))) == 9 and len(instances(healed)) == 9 and lost, healed
+    for names in healed.values():
+        assert 64 * ('own' in names) + 32 * len([n for n in names if n.startswith('web-')]) <= CAPACITY['memory']
+
+    config = os.path.join(fleet.run_root, 'daemon.json')
+    with open(victim.log, 'ab') as log:
+        victim.proc = subprocess.Popen(victim.argv(config, fleet.netns), stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 60
+    while not victim.answers():
+        assert time.time() < deadline, 'the engine did not come back'
+        time.sleep(0.2)
+    run(tmp_path, path)
+    back = running(fleet, cluster)
+    assert len(instances(back)) == 9 and len(set(instances(back))) == 9, back      # each instance on one host
+    assert by_zone(back) == {'a': 3, 'b': 3, 'c': 3}, back
+    recap, out = run(tmp_path, path)
+    assert all(recap[h][1] == 0 for h in hosts), out[-4000:]
