@@ -34,6 +34,8 @@ demo: setup
 	if [ -n "$(DEMO_SALT)" ]; then DEMO_DIR=$(DEMO_DIR) SALT_VENV=$(SALT_VENV) PY=$(PY) $(DEMO_ENV) hack/demo-salt.sh; fi
 	@echo '--- the containers of the demo tasks on this host ---'
 	docker ps --filter label=drover.cluster=demo --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "drover.task"}}'
+	@echo '--- the instances of the demo service (drover_services: demo-svc, 2 placed on this host) ---'
+	docker ps --filter label=drover.cluster=demo-services --format 'table {{.Names}}\t{{.Status}}\t{{.Label "drover.task"}}'
 	@echo '--- inside the tasks, and the runner pool demo-pool and its slots ---'
 	ANSIBLE_CALLBACK_RESULT_FORMAT=yaml $(DEMO) examples/show.yml
 	@echo '--- the web task dies: kill its container, then one reconcile pass reaps and restarts it ---'
@@ -42,7 +44,8 @@ demo: setup
 	@echo '--- the events the reconcile pass logged ($(DEMO_DIR)/events.jsonl) ---'
 	tail -n 2 $(DEMO_DIR)/events.jsonl
 	@echo '--- tear the demo down: nothing declared any more, so the tasks are purged and the pool drained ---'
-	$(DEMO_ENV) $(DEMO) drover.fleet.reconcile -e '{"drover_tasks": [], "drover_pools": []}'
+	@# (a service is scaled to 0 before it is no longer declared, as ECS deletes one: its instances then stop)
+	$(DEMO_ENV) $(DEMO) drover.fleet.reconcile -e '{"drover_tasks": [], "drover_pools": [], "drover_services": [{"name": "demo-svc", "cluster": "demo-services", "desired_count": 0}]}'
 	hack/demo-eni.sh down
 	if [ -z "$${GITHUB_TOKEN:-}" ]; then hack/standin.sh stop --port 18766; fi
 

@@ -81,6 +81,8 @@ def place(raw_services, raw_hosts):
         raw = raw_by_name[inst.service]
         decl = dict((k, v) for k, v in raw.items() if k in ('task_definition', 'containers', 'network_mode',
                                                             'restart', 'volumes', 'cpu', 'memory'))
+        # A service keeps its count: an instance that stops is started again (ECS's service scheduler).
+        decl.setdefault('restart', 'always')
         decl.update(name=ps.instance_name(inst.service, inst.index), cluster=svc_cluster[inst.service])
         placement[inst.host].append(decl)
     for decls in placement.values():

@@ -2,7 +2,8 @@
 """drover.fleet.services on simulated hosts (tests/fixtures/fleet_engines.py: one dockerd each): six hosts in
 three zones, a service of 9 spread by zone then binpacked by memory; a second run changes nothing; scaled to 12
 and to 4 the spread holds; a host whose engine stops has its tasks placed on the others within their capacity,
-and when it returns the excess stops."""
+and when it returns the excess stops; drover.fleet.converge and drover.fleet.reconcile place the same, and the
+reconcile starts a dead instance again where it ran."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -55,9 +56,9 @@ def inventory(tmp_path, fleet, cluster, desired, declared_memory=0):
     return str(path), sorted(hosts)
 
 
-def run(tmp_path, path):
+def run(tmp_path, path, playbook='drover.fleet.services'):
     env = ansible_env(tmp_path)
-    done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), 'drover.fleet.services'],
+    done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), playbook],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     out = done.stdout + done.stderr
     look(out, 'ansible-playbook output')
@@ -145,3 +146,18 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     assert by_zone(back) == {'a': 3, 'b': 3, 'c': 3}, back
     recap, out = run(tmp_path, path)
     assert all(recap[h][1] == 0 for h in hosts), out[-4000:]
+
+    # drover.fleet.converge and drover.fleet.reconcile place the same services: nothing changes, none is purged
+    for playbook in ('drover.fleet.converge', 'drover.fleet.reconcile'):
+        recap, out = run(tmp_path, path, playbook)
+        assert all(recap[h][1] == 0 for h in hosts), (playbook, out[-4000:])
+        assert running(fleet, cluster) == back, playbook
+    # a service's instance that dies is started again by the reconcile, where it was
+    host, name = next((h, n) for h, names in sorted(back.items()) for n in names if n.startswith('web-'))
+    client = fleet[int(host[3:]) - 1].client()
+    try:
+        client.containers.get('%s-main' % name).kill()
+    finally:
+        client.close()
+    run(tmp_path, path, 'drover.fleet.reconcile')
+    assert running(fleet, cluster) == back

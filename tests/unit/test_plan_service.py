@@ -202,7 +202,7 @@ def test_the_placement_action_hands_each_host_its_share_and_refuses_a_declared_t
              for i in (1, 2, 3, 4)]
     out = place(services, hosts)
     assert [d['name'] for d in out['placement']['h1']] == ['web-0']             # kept where it runs
-    assert out['placement']['h2'] == [{'name': 'web-1', 'cluster': 'prod', 'network_mode': 'none',
+    assert out['placement']['h2'] == [{'name': 'web-1', 'cluster': 'prod', 'network_mode': 'none', 'restart': 'always',
                                        'containers': services[0]['containers']}]   # 192 + 64 fits in 256
     assert [d['name'] for d in out['placement']['h4']] == ['web-2'] and 'h3' not in out['placement']
     assert out['clusters'] == {'h1': ['prod'], 'h2': ['prod'], 'h4': ['prod']} and out['unplaced'] == {}
