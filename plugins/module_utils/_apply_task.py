@@ -1177,12 +1177,25 @@ def info(params):
         for key in keys:
             out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key)),
                                  plan_mod.checked_by_labels(grouped.get(key, []))))
-        return {'changed': False, 'tasks': out, 'capacity': engine.capacity()}
+        return {'changed': False, 'tasks': out, 'capacity': _capacity(params, engine, store)}
+    except GpuFailure as exc:
+        raise TaskFailure(exc.msg)
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:
         store.close()
         engine.close()
+
+
+def _capacity(params, engine, store):
+    """What the host has for services: the engine's CPUs and memory; with `gpus`, its GPUs (as gpu_discovery
+    finds them) less those the ledger pins to runners (a task's own count where its declaration says)."""
+    capacity = engine.capacity()
+    if params.get('gpus'):
+        ledger = pass_ledger(params, True, engine, store)
+        runners = set(uuid_ for uuid_, (dummy, task) in ledger.pins.items() if '@' in task)
+        capacity['gpus'] = len([d for d in ledger.devices if d not in runners])
+    return capacity
 
 
 def _observed_record(key, observed, stored):

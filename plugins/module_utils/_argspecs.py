@@ -187,7 +187,8 @@ ECS_TASK_RULES = dict(
 
 
 def ecs_task_info_spec():
-    spec = dict(cluster=dict(type='str'), name=dict(type='str'))
+    spec = dict(cluster=dict(type='str'), name=dict(type='str'), gpus=dict(type='bool', default=False),
+                gpu_discovery=GPU_HOST_OPTIONS['gpu_discovery'], gpu_devices=GPU_HOST_OPTIONS['gpu_devices'])
     spec.update(host_args(lock=False))
     return spec
 

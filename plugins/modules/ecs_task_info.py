@@ -29,6 +29,21 @@ options:
   name:
     description: Only the task of this name.
     type: str
+  gpus:
+    description:
+      - Count the host's GPUs into RV(capacity) (C(gpus)) - those O(gpu_discovery) finds, less those the GPU ledger
+        pins to runners of M(drover.fleet.gh_runner_slot) (tasks' pins are their own declarations' count).
+    type: bool
+    default: false
+  gpu_discovery:
+    description: How the host's GPUs are found with O(gpus), as M(drover.fleet.ecs_task)'s O(drover.fleet.ecs_task#module:gpu_discovery).
+    type: str
+    choices: [auto, nvml, nvidia-smi, static]
+    default: auto
+  gpu_devices:
+    description: The GPU UUIDs with O(gpu_discovery=static).
+    type: list
+    elements: str
 seealso:
   - module: drover.fleet.ecs_task
 '''
@@ -73,10 +88,10 @@ tasks:
 capacity:
   description:
     - What the engine's host has, for placing services (M(drover.fleet.service_placement)) - C(cpu) in CPU units
-      (1,024 a core, as ECS counts) and C(memory) in MiB.
+      (1,024 a core, as ECS counts) and C(memory) in MiB; with O(gpus), C(gpus).
   returned: always
   type: dict
-  sample: {cpu: 4096, memory: 15990}
+  sample: {cpu: 4096, memory: 15990, gpus: 2}
 '''
 
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs

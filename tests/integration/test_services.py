@@ -161,3 +161,53 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
         client.close()
     run(tmp_path, path, 'drover.fleet.reconcile')
     assert running(fleet, cluster) == back
+
+
+GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'
+GPU3 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a003'
+
+
+@pytest.fixture
+def three(engine):  # pylint: disable=unused-argument
+    engines = FleetEngines(3, image=IMAGE)
+    engines.start()
+    try:
+        yield engines
+    finally:
+        engines.stop()
+
+
+def test_a_gpu_task_is_placed_only_where_a_gpu_is_free(engine, three, cluster, tmp_path):
+    """sim01 has a GPU, sim02 none, sim03 one that a declared task holds: of a service of two GPU tasks one runs on
+    sim01 and the other is unplaced, until sim03's task goes."""
+    def write(declared):
+        gpu = dict(drover_tasks_gpu_delivery='env', drover_tasks_gpu_discovery='static')
+        hosts = {
+            'sim01': sim_host(tmp_path, three[0], cluster, drover_tasks_gpu_devices=[GPU1], drover_tasks=[], **gpu),
+            'sim02': sim_host(tmp_path, three[1], cluster, drover_tasks=[]),
+            'sim03': sim_host(tmp_path, three[2], cluster, drover_tasks_gpu_devices=[GPU3], **gpu, drover_tasks=[
+                {'name': 'own', 'network_mode': 'none', 'containers': [
+                    {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16, 'gpu': 1}]}]
+                if declared else []),
+        }
+        services = [{'name': 'train', 'cluster': cluster, 'desired_count': 2, 'network_mode': 'none',
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+                                     'gpu': 1}]}]
+        path = given(tmp_path / 'inventory.json')
+        path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {'drover_services': services}}}))
+        return str(path)
+
+    recap, out = run(tmp_path, write(declared=True))
+    now = running(three, cluster)
+    assert now == {'sim01': ['train-0'], 'sim02': [], 'sim03': ['own']}, now
+    assert 'train: 1/2 placed, 1 unplaced' in out, out[-3000:]
+    client = three[0].client()
+    try:
+        env = client.containers.get('train-0-main').attrs['Config']['Env']
+    finally:
+        client.close()
+    assert 'NVIDIA_VISIBLE_DEVICES=%s' % GPU1 in env, env
+    # sim03's own task goes: its GPU is free, and the second instance runs there
+    recap, out = run(tmp_path, write(declared=False))
+    assert running(three, cluster) == {'sim01': ['train-0'], 'sim02': [], 'sim03': ['train-1']}
+    assert 'train: 2/2 placed' in out
