@@ -3,17 +3,21 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """drover.fleet.service_placement: the services of a fleet placed on its hosts, once, on the controller.
 
-Reads what the play found on every host (capacity, the tasks it runs, whether its engine answered) and the
-services as declared, asks the decider (_plan_service.plan) where each task instance runs, and returns each
-host's share as task declarations for drover.fleet.tasks. Keeps nothing between runs: where the services stand
-is read from the hosts each time, so controllers (AWX jobs, timers) agree. Changes nothing.
+Reads what the play found on every host (capacity, the tasks it runs, whether its engine answered, the services
+it declares) and asks the decider (_plan_service.plan) where each task instance runs; returns each host's share
+as task declarations for drover.fleet.tasks. Keeps nothing between runs: where the services stand is read from
+the hosts each time, so controllers (AWX jobs, timers) agree. Changes nothing.
+
+A run that does not see every host declaring services (`complete` false: --limit, a subset, a host's own timer)
+places nothing: each host keeps the instances it runs. A service it cannot take (bad fields, declared two ways)
+is not placed either: its instances stay where they run, and a warning says why.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
@@ -22,85 +26,162 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 DEFAULT_CLUSTER = 'default'
 
 
-def _instances(svc_cluster, services, host, tasks):
-    """The instances of the services a host runs: tasks of the service's cluster named <service>-<index>."""
-    found = []
-    for task in tasks or []:
-        cluster, name = task.get('cluster'), task.get('name') or ''
-        for svc in services:
-            m = re.match(r'^%s-(\d+)\Z' % re.escape(svc.name), name)
-            if m and cluster == svc_cluster[svc.name] and task.get('last_status') != 'STOPPED':
-                found.append(ps.Instance(svc.name, int(m.group(1)), host))
-    return found
+def _task_name(decl):
+    if not isinstance(decl, dict):
+        return None
+    td = decl.get('task_definition')
+    if isinstance(td, dict) and isinstance(td.get('taskDefinition'), dict):
+        td = td['taskDefinition']
+    return decl.get('name') or (td.get('family') if isinstance(td, dict) else None)
 
 
-def _declared_clash(svc_cluster, services, hosts):
-    """A declared task with the name of a service's instance would be taken for it: refused, naming both."""
-    for host in hosts:
-        for i, decl in enumerate(host.get('declared') or []):
-            name = decl.get('name') if isinstance(decl, dict) else None
-            cluster = (decl.get('cluster') if isinstance(decl, dict) else None) or host.get('cluster') or DEFAULT_CLUSTER
-            for svc in services:
-                if isinstance(name, str) and cluster == svc_cluster[svc.name] \
-                        and re.match(r'^%s-\d+\Z' % re.escape(svc.name), name):
-                    raise AnsibleActionFail(
-                        'hosts[%s].declared[%d].name %s in cluster %s is the name of an instance of service %s '
-                        '(<service>-<index>): rename the task or the service' % (host['name'], i, name, cluster,
-                                                                                 svc.name))
+def _index(raw, name, cluster, task_cluster):
+    """The index of the instance of service `raw` that a task (name, cluster) is, or None."""
+    m = re.match(r'^%s-(\d+)\Z' % re.escape(raw['name']), name or '')
+    if m and (cluster or task_cluster) == (raw.get('cluster') or DEFAULT_CLUSTER):
+        return int(m.group(1))
+    return None
 
 
-def place(raw_services, raw_hosts):
-    """The placement: {'placement': {host: [task declaration]}, 'clusters': {host: [cluster]}, 'unplaced': {...},
-    'lost': [...], 'services': [...]}. Raises AnsibleActionFail naming the field."""
-    try:
-        services = [ps.service_spec(raw, 'services[%d]' % i) for i, raw in enumerate(raw_services)]
-        names = [s.name for s in services]
-        if len(set(names)) != len(names):
-            raise SpecError('services: a service name is declared more than once')
-        hosts = [ps.host_spec(dict(raw.get('capacity') or {}, name=raw.get('name'), up=raw.get('up', True),
-                                   attributes=raw.get('attributes')), 'hosts[%d]' % i)
-                 for i, raw in enumerate(raw_hosts)]
-        used = {}
-        for raw in raw_hosts:
-            spent = [0, 0, 0]
-            for i, decl in enumerate(raw.get('declared') or []):
-                for at, amount in enumerate(ps.needs(decl, 'hosts[%s].declared[%d]' % (raw['name'], i))):
-                    spent[at] += amount
-            used[raw['name']] = tuple(spent)
-    except SpecError as exc:
-        raise AnsibleActionFail(str(exc))
-    raw_by_name = dict((raw['name'], raw) for raw in raw_services)
-    svc_cluster = dict((s.name, raw_by_name[s.name].get('cluster') or DEFAULT_CLUSTER) for s in services)
-    _declared_clash(svc_cluster, services, raw_hosts)
-    found = [inst for raw in raw_hosts if raw.get('up', True)
-             for inst in _instances(svc_cluster, services, raw['name'], raw.get('tasks'))]
-    decided = ps.plan(services, hosts, found, used)
-    placement = dict((h.name, []) for h in hosts if h.up)
-    clusters = dict((h.name, sorted(set(svc_cluster.values()))) for h in hosts if h.up)
-    for inst in list(decided.keep) + list(decided.start):
-        raw = raw_by_name[inst.service]
-        decl = dict((k, v) for k, v in raw.items() if k in ('task_definition', 'containers', 'network_mode',
-                                                            'restart', 'volumes', 'cpu', 'memory'))
-        # A service keeps its count: an instance that stops is started again (ECS's service scheduler).
-        decl.setdefault('restart', 'always')
-        decl.update(name=ps.instance_name(inst.service, inst.index), cluster=svc_cluster[inst.service])
-        placement[inst.host].append(decl)
+def _services(raw_hosts, warnings):
+    """Every service the hosts declare, by name: (its declaration, the hosts that declare it); and those declared
+    two ways ({name: {host: its declaration there}}), which are not placed (a warning says so)."""
+    out, mixed = {}, {}
+    for raw in raw_hosts:
+        for i, svc in enumerate(raw.get('services') or []):
+            name = svc.get('name') if isinstance(svc, dict) else None
+            if not isinstance(name, str):
+                warnings.append('host %s: drover_services[%d] has no name: left out' % (raw['name'], i))
+                continue
+            mixed.setdefault(name, {})[raw['name']] = svc
+            if name in out and json.dumps(out[name][0], sort_keys=True) != json.dumps(svc, sort_keys=True):
+                out[name] = (out[name][0], out[name][1], 'declared differently on %s and on %s'
+                             % (out[name][1][0], raw['name']))
+            out.setdefault(name, (svc, [], None))[1].append(raw['name'])
+    mixed = dict((name, mixed[name]) for name, (dummy, dummy, why) in out.items() if why)
+    for name in sorted(mixed):
+        warnings.append('service %s is %s: not placed this pass, its instances stay where they run'
+                        % (name, out.pop(name)[2]))
+    return dict((name, (svc, hosts)) for name, (svc, hosts, dummy) in out.items()), mixed
+
+
+def _used(raw, warnings):
+    """What the host's declared tasks take: (cpu, memory, gpus); an amount it cannot read counts 0 (its own
+    pass refuses that task)."""
+    spent = [0, 0, 0]
+    for i, decl in enumerate(raw.get('declared') or []):
+        if not isinstance(decl, dict) or decl.get('state') == 'absent':
+            continue
+        try:
+            amounts = ps.needs(decl, 'drover_tasks[%d]' % i)
+        except SpecError as exc:
+            warnings.append('host %s: %s (counted as nothing here)' % (raw['name'], exc))
+            continue
+        for at, amount in enumerate(amounts):
+            spent[at] += amount
+    return tuple(spent)
+
+
+def _declaration(raw, index):
+    """The task an instance is: the service's task keys, its name and cluster, restarted always (a service keeps
+    its count: an instance that stops is started again where it runs, as ECS's service scheduler replaces it)."""
+    decl = dict((k, v) for k, v in raw.items() if k in ps.TASK_KEYS)
+    decl.update(name=ps.instance_name(raw['name'], index), cluster=raw.get('cluster') or DEFAULT_CLUSTER,
+                restart='always')
+    return decl
+
+
+def place(raw_hosts, complete=True):
+    """The placement: placement ({host: [task declaration]}), clusters ({host: [cluster]}), services (a view each),
+    unplaced, down ({host: why}), warnings, report (lines)."""
+    warnings = []
+    declared, mixed = _services(raw_hosts, warnings)
+    specs, refused = [], {}
+    for name, (raw, hosts) in sorted(declared.items()):
+        try:
+            specs.append(ps.service_spec(raw, 'service %s' % name)._replace(hosts=frozenset(hosts)))
+        except SpecError as exc:
+            refused[name] = raw
+            warnings.append('%s: not placed this pass, its instances stay where they run' % exc)
+    host_specs, down = [], {}
+    for i, raw in enumerate(raw_hosts):
+        try:
+            host_specs.append(ps.host_spec(dict(raw.get('capacity') or {}, name=raw.get('name'), up=raw.get('up'),
+                                                attributes=raw.get('attributes')), 'hosts[%d]' % i))
+        except SpecError as exc:
+            host_specs.append(ps.Host(raw['name'], 0, 0, 0, {}, False))
+            warnings.append('host %s: %s: it takes no instance' % (raw['name'], exc))
+        if not host_specs[-1].up:
+            down[raw['name']] = raw.get('down_reason') or 'its engine did not answer'
+    up = dict((h.name, h.up) for h in host_specs)
+    by_raw = dict((name, raw) for name, (raw, dummy) in declared.items())
+    clash = _clashes(raw_hosts, by_raw)
+    for name in clash:
+        warnings.append(clash[name])
+        refused[name] = by_raw[name]
+    specs = [s for s in specs if s.name not in clash]
+    found, kept = [], dict((h, []) for h in up if up[h])
+    for raw in raw_hosts:
+        if not up[raw['name']]:
+            continue
+        # a service declared two ways: its instances here as this host declares it (else as the first host does)
+        theirs = dict((name, decls.get(raw['name']) or decls[sorted(decls)[0]]) for name, decls in mixed.items())
+        theirs.update(by_raw)
+        for task in raw.get('tasks') or []:
+            for name, svc in theirs.items():
+                index = _index(svc, task.get('name'), task.get('cluster'), DEFAULT_CLUSTER)
+                if index is None:
+                    continue
+                if complete and name not in refused and name not in mixed:
+                    found.append(ps.Instance(name, index, raw['name']))
+                else:                                   # not placed this pass: it stays where it runs
+                    kept[raw['name']].append(_declaration(svc, index))
+    placement = dict((h, list(v)) for h, v in kept.items())
+    views, unplaced = [], {}
+    if complete:
+        used = dict((raw['name'], _used(raw, warnings)) for raw in raw_hosts)
+        decided = ps.plan(specs, host_specs, found, used)
+        unplaced = decided.unplaced
+        for inst in list(decided.keep) + list(decided.start):
+            placement[inst.host].append(_declaration(by_raw[inst.service], inst.index))
+        for svc in specs:
+            def mark(insts, name=svc.name):
+                return sorted('%s@%s' % (ps.instance_name(i.service, i.index), i.host) for i in insts
+                              if i.service == name)
+            views.append({'name': svc.name, 'cluster': by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER,
+                          'desired_count': svc.desired,
+                          'placed': len(mark(list(decided.keep) + list(decided.start))),
+                          'started': mark(decided.start), 'stopped': mark(decided.stop),
+                          'unplaced': decided.unplaced.get(svc.name)})
     for decls in placement.values():
         decls.sort(key=lambda d: d['name'])
-    views = []
-    for svc in services:
-        running = [i for i in list(decided.keep) + list(decided.start) if i.service == svc.name]
-        views.append({'name': svc.name, 'cluster': svc_cluster[svc.name], 'desired_count': svc.desired,
-                      'placed': len(running),
-                      'started': sorted(ps.instance_name(i.service, i.index) + '@' + i.host
-                                        for i in decided.start if i.service == svc.name),
-                      'stopped': sorted(ps.instance_name(i.service, i.index) + '@' + i.host
-                                        for i in decided.stop if i.service == svc.name),
-                      'lost': sorted(ps.instance_name(i.service, i.index) + '@' + i.host
-                                     for i in decided.lost if i.service == svc.name),
-                      'unplaced': decided.unplaced.get(svc.name)})
-    return {'placement': placement, 'clusters': clusters, 'services': views,
-            'unplaced': decided.unplaced}
+    clusters = sorted(set(raw.get('cluster') or DEFAULT_CLUSTER for raw in list(by_raw.values())
+                          + [d for decls in mixed.values() for d in decls.values()]))
+    report = ['%s: %d/%d placed%s' % (v['name'], v['placed'], v['desired_count'],
+                                      ', %d unplaced' % v['unplaced']['count'] if v['unplaced'] else '')
+              for v in views]
+    if not complete:
+        report.append('this run does not reach every host that declares services: nothing placed, each host keeps '
+                      'the instances it runs')
+    report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())] + warnings
+    return {'placement': placement, 'clusters': dict((h, clusters) for h in placement), 'services': views,
+            'unplaced': unplaced, 'down': down, 'warnings': warnings, 'report': report}
+
+
+def _clashes(raw_hosts, by_raw):
+    """A declared task with the name of a service's instance would be taken for it: the service is not placed,
+    naming both."""
+    out = {}
+    for raw in raw_hosts:
+        for i, decl in enumerate(raw.get('declared') or []):
+            task_cluster = (decl.get('cluster') if isinstance(decl, dict) else None) or raw.get('cluster') \
+                or DEFAULT_CLUSTER
+            for name, svc in sorted(by_raw.items()):
+                if name not in out and _index(svc, _task_name(decl), task_cluster, task_cluster) is not None:
+                    out[name] = ('host %s: drover_tasks[%d] (%s, cluster %s) has the name of an instance of service %s '
+                                 '(<service>-<index>): the service is not placed until the task or the service is '
+                                 'renamed' % (raw['name'], i, _task_name(decl), task_cluster, name))
+    return out
 
 
 class ActionModule(ActionBase):
@@ -111,9 +192,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars or {})
         dummy, args = self.validate_argument_spec(argument_spec={
-            'services': {'type': 'list', 'elements': 'dict', 'required': True},
             'hosts': {'type': 'list', 'elements': 'dict', 'required': True},
+            'complete': {'type': 'bool', 'default': True},
         })
-        result.update(place(args['services'], args['hosts']))
+        result.update(place(args['hosts'], args['complete']))
         result['changed'] = False
         return result

@@ -33,7 +33,10 @@ import collections
 import hashlib
 
 from ansible_collections.drover.fleet.plugins.module_utils import _placement
+from ansible_collections.drover.fleet.plugins.module_utils._argspecs import TASK_ENTRY_OPTIONS
+from ansible_collections.drover.fleet.plugins.module_utils._container_settings import whole
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+from ansible_collections.drover.fleet.plugins.module_utils._task_level import cpu_units, memory_mib
 
 CPU_UNITS = 1024                            # a core, as ECS counts CPU
 STRATEGY_TYPES = ('spread', 'binpack', 'random')
@@ -41,8 +44,15 @@ BINPACK_FIELDS = ('cpu', 'memory')
 SPREAD_INSTANCE = 'instanceId'
 CONSTRAINT_TYPES = ('distinctInstance', 'memberOf')
 MAX_DESIRED = 10000
+# What a service declaration holds: its own keys, and those of the task its instances are (as drover_tasks takes
+# them; a task's own placement_constraints, state, stop_reason and cred_id are not a service's).
+SERVICE_OWN = ('name', 'cluster', 'desired_count', 'placement_constraints', 'placement_strategy')
+TASK_KEYS = tuple(k for k in TASK_ENTRY_OPTIONS if k not in SERVICE_OWN + ('state', 'stop_reason', 'cred_id'))
+SERVICE_KEYS = frozenset(SERVICE_OWN + TASK_KEYS)
 
-Service = collections.namedtuple('Service', ('name', 'desired', 'cpu', 'memory', 'gpus', 'constraints', 'strategy'))
+# hosts: the names of the hosts that declare the service (None: every host)
+Service = collections.namedtuple('Service', ('name', 'desired', 'cpu', 'memory', 'gpus', 'constraints', 'strategy',
+                                             'hosts'))
 Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up'))
 Instance = collections.namedtuple('Instance', ('service', 'index', 'host'))
 Plan = collections.namedtuple('Plan', ('keep', 'start', 'stop', 'lost', 'unplaced'))
@@ -79,11 +89,12 @@ def service_spec(raw, where='service'):
     name = raw.get('name')
     if not isinstance(name, str) or not name or not name.replace('-', '').replace('_', '').isalnum():
         raise SpecError('%s.name must be letters, digits, "-" and "_", got %r' % (where, name))
+    unknown = sorted(set(raw) - SERVICE_KEYS)
+    if unknown:
+        takes = ', '.join(sorted(SERVICE_KEYS))
+        raise SpecError('%s has unsupported keys: %s (a service takes %s)' % (where, ', '.join(unknown), takes))
     desired = _whole(raw.get('desired_count', 1), '%s.desired_count' % where, 0, MAX_DESIRED)
     cpu, memory, gpus = needs(raw, where)
-    cpu = _whole(cpu, '%s.cpu' % where)
-    memory = _whole(memory, '%s.memory' % where)
-    gpus = _whole(raw.get('gpus') or gpus, '%s.gpus' % where)
     constraints = []
     for field, kind, entry in _typed(raw, 'placement_constraints', where, CONSTRAINT_TYPES):
         if kind == 'distinctInstance':
@@ -101,7 +112,7 @@ def service_spec(raw, where='service'):
                                           or len(on) == len('attribute:')):
                 raise SpecError('%s.field must be instanceId or attribute:<name> for spread, got %r' % (field, on))
         strategy.append((kind, on))
-    return Service(name, desired, cpu, memory, gpus, tuple(constraints), tuple(strategy))
+    return Service(name, desired, cpu, memory, gpus, tuple(constraints), tuple(strategy), None)
 
 
 def host_spec(raw, where='host'):
@@ -192,9 +203,11 @@ def _victim(svc, mine, by_name, counts, room):
 
 
 def plan(services, hosts, found, used=None):
-    """Place every service: a Plan of keep, start and stop (lists of Instance), lost (instances on hosts that are
-    not up, each placed again) and unplaced ({service: {'count': n, 'reasons': {host: why}}}).
-    `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise."""
+    """Place every service: a Plan of keep, start and stop (lists of Instance), lost (instances found on hosts that
+    are not up, each placed again) and unplaced ({service: {'count': n, 'reasons': {host: why}}}).
+    `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise.
+    Two phases: what runs is kept first, for every service (a new instance never evicts a running one), then what
+    is missing is placed."""
     by_name = dict((h.name, h) for h in hosts)
     room = _Room(hosts, used)
     keep, start, stop, lost, unplaced = [], [], [], [], {}
@@ -202,9 +215,10 @@ def plan(services, hosts, found, used=None):
     for inst in found:
         if inst.service not in declared and by_name.get(inst.host) is not None and by_name[inst.host].up:
             stop.append(inst)                                   # a service no longer declared
-    for svc in sorted(services, key=lambda s: s.name):
+    ordered = sorted(services, key=lambda s: s.name)
+    state = {}
+    for svc in ordered:                                         # 1. keep what runs where it may
         theirs = sorted((i for i in found if i.service == svc.name), key=lambda i: (i.index, i.host))
-        taken = set(i.index for i in theirs if by_name.get(i.host) is not None and by_name[i.host].up)
         counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
         mine, on_host, held = [], collections.Counter(), set()
         for inst in theirs:
@@ -212,7 +226,7 @@ def plan(services, hosts, found, used=None):
             if host is None or not host.up:
                 lost.append(inst)
                 continue
-            misplaced = inst.index in held or not _member(svc, host) or (_distinct(svc) and on_host[inst.host]) \
+            misplaced = inst.index in held or not _allowed(svc, host) or (_distinct(svc) and on_host[inst.host]) \
                 or room.lacks(inst.host, svc) is not None
             if misplaced:
                 stop.append(inst)
@@ -232,10 +246,14 @@ def plan(services, hosts, found, used=None):
             for on, counter in counts.items():
                 counter[_group(by_name[victim.host], on)] -= 1
         keep.extend(mine)
+        taken = set(i.index for i in theirs if by_name.get(i.host) is not None and by_name[i.host].up)
+        state[svc.name] = (mine, on_host, counts, taken)
+    for svc in ordered:                                         # 2. place what is missing
+        mine, on_host, counts, taken = state[svc.name]
         index = 0
         missing = svc.desired - len(mine)
-        # Reachability and memberOf hold for the whole pass; distinctInstance and capacity change as it places.
-        fixed = dict((h.name, 'unreachable' if not h.up else None if _member(svc, h) else 'memberOf') for h in hosts)
+        # Reachability and membership hold for the whole pass; distinctInstance and capacity change as it places.
+        fixed = dict((h.name, _fixed_refusal(svc, h)) for h in hosts)
         eligible = [h.name for h in hosts if fixed[h.name] is None]
         distinct = _distinct(svc)
         while missing > 0:
@@ -249,14 +267,26 @@ def plan(services, hosts, found, used=None):
                 index += 1
             taken.add(index)
             chosen = _choose(svc, index, candidates, by_name, counts, room)
-            inst = Instance(svc.name, index, chosen)
-            start.append(inst)
+            start.append(Instance(svc.name, index, chosen))
             on_host[chosen] += 1
             room.take(chosen, svc)
             for on, counter in counts.items():
                 counter[_group(by_name[chosen], on)] += 1
             missing -= 1
     return Plan(keep, start, stop, lost, unplaced)
+
+
+def _allowed(svc, host):
+    return (svc.hosts is None or host.name in svc.hosts) and _member(svc, host)
+
+
+def _fixed_refusal(svc, host):
+    """Why a host never takes an instance of svc this pass (down, not one of its hosts, memberOf), or None."""
+    if not host.up:
+        return 'unreachable'
+    if svc.hosts is not None and host.name not in svc.hosts:
+        return 'does not declare the service'
+    return None if _member(svc, host) else 'memberOf'
 
 
 def _refusal(svc, host, distinct, on_host, room):
@@ -276,43 +306,36 @@ def by_host(plan_, hosts):
     return out
 
 
-def _amount(value, unit_word, per_unit, field):
-    """A task-level cpu or memory as ECS writes it: a whole number (CPU units, MiB), or "<n> vCPU" / "<n> GB"."""
-    if value is None or value == '':
-        return 0
-    if isinstance(value, bool):
-        raise SpecError('%s must be a number, got %r' % (field, value))
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    try:
-        if text.lower().endswith(unit_word.lower()):
-            return int(float(text[:-len(unit_word)].strip()) * per_unit)
-        return int(text)
-    except ValueError:
-        raise SpecError('%s must be a whole number or "<n> %s", got %r' % (field, unit_word, value))
-
-
 def needs(decl, where='task'):
     """What one task takes of a host: (cpu units, memory MiB, gpus), from a declaration as drover_tasks holds it
-    (`containers`, or an ECS `task_definition`): the task-level cpu and memory where given, else the sum of its
-    containers' (memory, else memoryReservation); GPUs the sum of the containers'."""
+    (`containers`, or an ECS `task_definition`): the task-level cpu and memory where given (as ECS writes them,
+    read as ecs_task reads them), else the sum of its containers' (memory, else memoryReservation); GPUs the sum
+    of the containers'. Raises SpecError naming the field."""
     td = decl.get('task_definition') or {}
     if isinstance(td, dict) and isinstance(td.get('taskDefinition'), dict):
         td = td['taskDefinition']
-    containers = decl.get('containers') or (td.get('containerDefinitions') if isinstance(td, dict) else None) or []
+    if not isinstance(td, dict):
+        td = {}
+    own = decl.get('containers')
+    containers = own or td.get('containerDefinitions') or []
+    at = '%s.containers' % where if own else '%s.task_definition.containerDefinitions' % where
     cpu = memory = gpus = 0
-    for c in containers if isinstance(containers, list) else []:
+    for i, c in enumerate(containers if isinstance(containers, list) else []):
         if not isinstance(c, dict):
             continue
-        cpu += c.get('cpu') or 0
-        memory += c.get('memory') or c.get('memory_reservation') or c.get('memoryReservation') or 0
-        gpus += c.get('gpu') or 0
-        for req in c.get('resourceRequirements') or []:
+        field = '%s[%d]' % (at, i)
+        cpu += whole(c.get('cpu') or 0, field + '.cpu', 0)
+        for key in ('memory', 'memory_reservation', 'memoryReservation'):
+            if c.get(key):
+                memory += whole(c[key], '%s.%s' % (field, key), 0)
+                break
+        gpus += whole(c.get('gpu') or 0, field + '.gpu', 0)
+        for j, req in enumerate(c.get('resourceRequirements') or []):
             if isinstance(req, dict) and req.get('type') == 'GPU':
-                gpus += int(req.get('value') or 0)
-    level_cpu = _amount(decl.get('cpu', td.get('cpu') if isinstance(td, dict) else None), 'vCPU', CPU_UNITS,
-                        '%s.cpu' % where)
-    level_memory = _amount(decl.get('memory', td.get('memory') if isinstance(td, dict) else None), 'GB', 1024,
-                           '%s.memory' % where)
-    return level_cpu or cpu, level_memory or memory, gpus
+                gpus += whole(req.get('value') or 0, '%s.resourceRequirements[%d].value' % (field, j), 0)
+    level_cpu, level_memory = decl.get('cpu', td.get('cpu')), decl.get('memory', td.get('memory'))
+    if level_cpu not in (None, ''):
+        cpu = cpu_units(level_cpu, '%s.cpu' % where)
+    if level_memory not in (None, ''):
+        memory = memory_mib(level_memory, '%s.memory' % where)
+    return cpu, memory, gpus

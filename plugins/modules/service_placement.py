@@ -12,7 +12,7 @@ module: service_placement
 short_description: Place services' tasks on the hosts of a fleet, once, on the controller
 version_added: 0.1.0
 description:
-  - Decides where each task instance of each service in O(services) runs, from what a play found on every host
+  - Decides where each task instance of each service the hosts declare runs, from what a play found on every host
     in O(hosts) (C(capacity) and C(tasks) from M(drover.fleet.ecs_task_info), its C(attributes), whether its
     engine answered) and the tasks the inventory declares there. Returns each host's share as task declarations
     (RV(placement)), which M(drover.fleet.ecs_task) (the C(drover.fleet.tasks) role) converges with the host's own.
@@ -34,23 +34,26 @@ extends_documentation_fragment:
   - drover.fleet.attributes.INFO_MODULE
   - drover.fleet.attributes.CONTROLLER
 options:
-  services:
-    description:
-      - The services, each with C(name), C(cluster) (default V(default)), C(task_definition) or C(containers) (as
-        in C(drover_tasks)), C(desired_count) (default 1), C(placement_constraints) and C(placement_strategy) (as ECS
-        writes them), and optionally C(cpu) (CPU units), C(memory) (MiB) and C(gpus) a task takes; by default the
-        task's own (task-level, else the sum of its containers').
-    type: list
-    elements: dict
-    required: true
   hosts:
     description:
-      - Every host the services may use, each with C(name), C(up), C(capacity) (C(cpu) units, C(memory) MiB,
-        C(gpus)), C(attributes), C(tasks) (what it runs, as M(drover.fleet.ecs_task_info) returns them), C(declared)
-        (its C(drover_tasks)) and C(cluster) (its C(drover_tasks_cluster)).
+      - Every host of the play, each with C(name), C(up) (its look answered), C(down_reason), C(capacity) (C(cpu)
+        units, C(memory) MiB, C(gpus)), C(attributes), C(tasks) (what it runs, as M(drover.fleet.ecs_task_info) returns
+        them), C(declared) (its C(drover_tasks)), C(cluster) (its C(drover_tasks_cluster)) and C(services) (its
+        C(drover_services) - each C(name), C(cluster), C(desired_count), C(placement_constraints),
+        C(placement_strategy), and the keys of a task of C(drover_tasks) - C(containers) or C(task_definition),
+        C(network_mode), C(registry_auth)...).
+      - The services are those the hosts declare; a service may use only the hosts that declare it. One declared
+        differently by two hosts, or with a field it cannot take, is not placed (a warning says why), and its
+        instances stay where they run.
     type: list
     elements: dict
     required: true
+  complete:
+    description:
+      - Whether the play reaches every host of the inventory that declares services. When it does not (C(--limit),
+        a subset), nothing is placed - each host keeps the instances it runs.
+    type: bool
+    default: true
 notes:
   - Not yet - deployments (a new revision replaced in steps, health-gated, rolled back); every instance runs the
     service's current declaration.
@@ -62,9 +65,15 @@ seealso:
 EXAMPLES = r'''
 - name: Place the services of the fleet
   drover.fleet.service_placement:
-    services: "{{ drover_services }}"
     hosts:
-      - {name: web1, up: true, capacity: {cpu: 4096, memory: 8192}, attributes: {zone: a}, tasks: [], declared: []}
+      - name: web1
+        up: true
+        capacity: {cpu: 4096, memory: 8192}
+        attributes: {zone: a}
+        tasks: []
+        declared: []
+        services:
+          - {name: web, desired_count: 2, containers: [{name: main, image: "drover.local/busybox:1", memory: 64}]}
   run_once: true
   register: placed
 '''
@@ -81,7 +90,7 @@ clusters:
   type: dict
   sample: {web1: [default]}
 services:
-  description: Per service - C(placed), the instances C(started), C(stopped) and C(lost) (C(<instance>@<host>)), C(unplaced).
+  description: Per service placed - C(placed), the instances C(started) and C(stopped) (C(<instance>@<host>)), C(unplaced).
   returned: always
   type: list
   elements: dict
@@ -90,4 +99,13 @@ unplaced:
   returned: always
   type: dict
   sample: {web: {count: 2, reasons: {web1: distinctInstance, web2: not enough memory}}}
+down:
+  description: The hosts that take no instance this pass, and why (unreachable, the look's error).
+  returned: always
+  type: dict
+report:
+  description: A line per service (C(web 9/9 placed)), one per host down, and the warnings; nothing of the declarations.
+  returned: always
+  type: list
+  elements: str
 '''

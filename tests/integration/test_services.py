@@ -56,9 +56,9 @@ def inventory(tmp_path, fleet, cluster, desired, declared_memory=0):
     return str(path), sorted(hosts)
 
 
-def run(tmp_path, path, playbook='drover.fleet.services'):
+def run(tmp_path, path, playbook='drover.fleet.services', *more):
     env = ansible_env(tmp_path)
-    done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), playbook],
+    done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), playbook] + list(more),
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     out = done.stdout + done.stderr
     look(out, 'ansible-playbook output')
@@ -103,6 +103,16 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
 
     recap, out = run(tmp_path, path)
     assert all(recap[h][1] == 0 for h in hosts), out[-4000:]          # changed=0 everywhere
+    assert running(fleet, cluster) == now
+    # a run that reaches one host (--limit), or the tasks alone (--tags): nothing moves, nothing is purged
+    empty = next(h for h in hosts if not [n for n in now[h] if n.startswith('web-')])
+    full = next(h for h in hosts if [n for n in now[h] if n.startswith('web-')])
+    for more in (('--limit', empty), ('--limit', full), ('--tags', 'drover_tasks')):
+        recap, out = run(tmp_path, path, 'drover.fleet.converge', *more)
+        assert all(v[1] == 0 for v in recap.values()), (more, out[-4000:])
+        assert running(fleet, cluster) == now, more
+    assert 'nothing placed, each host keeps the instances it runs' in run(
+        tmp_path, path, 'drover.fleet.reconcile', '--limit', full)[1]
     assert running(fleet, cluster) == now
 
     path, hosts = inventory(tmp_path, fleet, cluster, 12, declared_memory=64)

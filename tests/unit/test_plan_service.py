@@ -123,7 +123,7 @@ def test_capacity_counts_declared_tasks_and_a_gpu_task_goes_only_where_a_gpu_is_
     hosts = fleet(gpus=1)
     used = dict((h, (0, 0, 1)) for h in ZONES if h != 'h4')         # every GPU but h4's pinned by declared tasks
     used['h1'] = (0, 4096, 1)                                        # h1's memory all taken
-    train = ps.service_spec(dict(name='train', desired_count=2, memory=1024, gpus=1))
+    train = ps.service_spec(dict(name='train', desired_count=2, memory=1024, containers=[{'name': 'm', 'gpu': 1}]))
     done = ps.plan([train, web()], hosts, [], used)
     assert [i.host for i in after(done) if i.service == 'train'] == ['h4']
     assert done.unplaced['train']['count'] == 1
@@ -164,6 +164,7 @@ def test_random_is_the_same_on_every_controller_and_a_service_no_longer_declared
     (dict(name='web', placement_constraints=[{'type': 'sameHost'}]),
      "service.placement_constraints[0].type must be one of distinctInstance, memberOf, got 'sameHost'"),
     (dict(name='a b'), "service.name must be letters, digits, \"-\" and \"_\", got 'a b'"),
+    (dict(name='web', desiredCount=3), 'service has unsupported keys: desiredCount (a service takes '),
 ])
 def test_bad_services_name_the_field(raw, error):
     with pytest.raises(SpecError) as exc:
@@ -186,27 +187,76 @@ def test_what_a_task_takes_of_a_host(decl, want):
 
 
 def test_a_task_level_amount_it_cannot_read_names_the_field():
-    with pytest.raises(SpecError, match=r"task.memory must be a whole number or \"<n> GB\", got 'lots'"):
+    with pytest.raises(SpecError, match=r'task.memory must be MiB'):
         ps.needs({'memory': 'lots'})
+    with pytest.raises(SpecError, match=r"task.containers\[0\].memory must be a whole number, got 'x'"):
+        ps.needs({'containers': [{'name': 'a', 'memory': 'x'}]})
+    assert ps.needs({'containers': [{'name': 'a', 'memory': '256'}], 'cpu': '2 vcpus'}) == (2048, 256, 0)
 
 
-def test_the_placement_action_hands_each_host_its_share_and_refuses_a_declared_task_named_as_an_instance():
-    from ansible.errors import AnsibleActionFail
+def _action_hosts(services, stopped=False):
+    return [{'name': 'h%d' % i, 'up': i != 3, 'capacity': {'cpu': 1024, 'memory': 256}, 'attributes': {},
+             'services': services if i != 4 or len(services) < 2 else services[:1],
+             'tasks': [{'name': 'web-0', 'cluster': 'prod', 'last_status': 'STOPPED' if stopped else 'RUNNING'}]
+             if i == 1 else [],
+             'declared': [{'name': 'db', 'containers': [{'name': 'm', 'memory': 192}]}] if i == 2 else []}
+            for i in (1, 2, 3, 4)]
+
+
+WEB = {'name': 'web', 'cluster': 'prod', 'desired_count': 3, 'network_mode': 'none',
+       'containers': [{'name': 'main', 'image': 'i', 'memory': 64}], 'registry_auth': {'username': 'u', 'password': 'p'},
+       'placement_constraints': [{'type': 'distinctInstance'}]}
+
+
+def test_the_placement_action_hands_each_host_its_share():
     from ansible_collections.drover.fleet.plugins.action.service_placement import place
-    services = [{'name': 'web', 'cluster': 'prod', 'desired_count': 3, 'network_mode': 'none',
-                 'containers': [{'name': 'main', 'image': 'i', 'memory': 64}],
-                 'placement_constraints': [{'type': 'distinctInstance'}]}]
-    hosts = [{'name': 'h%d' % i, 'up': i != 3, 'capacity': {'cpu': 1024, 'memory': 256}, 'attributes': {},
-              'tasks': [{'name': 'web-0', 'cluster': 'prod', 'last_status': 'RUNNING'}] if i == 1 else [],
-              'declared': [{'name': 'db', 'containers': [{'name': 'm', 'memory': 192}]}] if i == 2 else []}
-             for i in (1, 2, 3, 4)]
-    out = place(services, hosts)
-    assert [d['name'] for d in out['placement']['h1']] == ['web-0']             # kept where it runs
+    out = place(_action_hosts([WEB], stopped=True))
+    # kept where it runs, a stopped one too (it restarts where it ran)
+    assert [d['name'] for d in out['placement']['h1']] == ['web-0']
     assert out['placement']['h2'] == [{'name': 'web-1', 'cluster': 'prod', 'network_mode': 'none', 'restart': 'always',
-                                       'containers': services[0]['containers']}]   # 192 + 64 fits in 256
+                                       'containers': WEB['containers'], 'registry_auth': WEB['registry_auth']}]
     assert [d['name'] for d in out['placement']['h4']] == ['web-2'] and 'h3' not in out['placement']
     assert out['clusters'] == {'h1': ['prod'], 'h2': ['prod'], 'h4': ['prod']} and out['unplaced'] == {}
-    hosts[1]['declared'].append({'name': 'web-7', 'cluster': 'prod'})
-    with pytest.raises(AnsibleActionFail, match=r'hosts\[h2\].declared\[1\].name web-7 in cluster prod is the name '
-                                                r'of an instance of service web'):
-        place(services, hosts)
+    assert out['down'] == {'h3': 'its engine did not answer'} and out['report'][0] == 'web: 3/3 placed'
+
+
+def test_the_placement_action_takes_each_host_s_services_and_places_a_service_only_on_its_own_hosts():
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    api = dict(WEB, name='api', desired_count=6, placement_constraints=[])
+    out = place(_action_hosts([WEB, api]))           # h4 declares web alone
+    assert not [d for d in out['placement']['h4'] if d['name'].startswith('api-')]
+    assert out['unplaced']['api']['reasons']['h4'] == 'does not declare the service'
+
+
+def test_what_the_placement_action_does_not_place_stays_where_it_runs():
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    # a run that does not reach every host declaring services: nothing placed, h1 keeps web-0
+    out = place(_action_hosts([WEB]), complete=False)
+    assert out['placement'] == {'h1': [dict(WEB['containers'] and {'name': 'web-0', 'cluster': 'prod', 'restart': 'always',
+                                                                   'network_mode': 'none', 'containers': WEB['containers'],
+                                                                   'registry_auth': WEB['registry_auth']})],
+                                'h2': [], 'h4': []}
+    assert 'nothing placed' in out['report'][-2]
+    # a service declared two ways, or one with a bad field: not placed, its instance kept, a warning
+    hosts = _action_hosts([WEB])
+    hosts[1]['services'] = [dict(WEB, desired_count=5)]
+    out = place(hosts)
+    assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and out['placement']['h2'] == []
+    assert 'service web is declared differently on h1 and on h2' in out['warnings'][0]
+    out = place(_action_hosts([dict(WEB, placement_strategy=[{'type': 'fill'}])]))
+    assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and 'fill' in out['warnings'][0]
+    # a declared task named as an instance (here by its task definition's family): the service is not placed
+    hosts = _action_hosts([WEB])
+    hosts[1]['declared'].append({'task_definition': {'family': 'web-7'}, 'cluster': 'prod'})
+    out = place(hosts)
+    assert 'host h2: drover_tasks[1] (web-7, cluster prod) has the name of an instance of service web' in \
+        out['warnings'][0]
+    assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and out['placement']['h4'] == []
+
+
+def test_a_new_instance_never_evicts_a_running_one_of_another_service():
+    hosts = [ps.host_spec({'name': 'h1', 'memory': 1024}), ps.host_spec({'name': 'h2', 'memory': 1024})]
+    a = ps.service_spec(dict(name='a', desired_count=1, memory=1024))
+    b = ps.service_spec(dict(name='b', desired_count=1, memory=512))
+    done = ps.plan([a, b], hosts, [ps.Instance('b', 0, 'h1')])
+    assert done.keep == [ps.Instance('b', 0, 'h1')] and done.start == [ps.Instance('a', 0, 'h2')] and not done.stop
