@@ -66,9 +66,18 @@ def _services(raw_hosts, warnings):
 
 
 def _used(raw, warnings):
-    """What the host's declared tasks take: (cpu, memory, gpus); an amount it cannot read counts 0 (its own
-    pass refuses that task)."""
+    """What the host's declared tasks and its runner pools' slots take: (cpu, memory, gpus); an amount it cannot
+    read counts 0 (its own pass refuses that task or pool). A pool's GPUs are out of the look's capacity already."""
     spent = [0, 0, 0]
+    for pool in raw.get('pools') or []:
+        try:
+            if pool.get('state', 'present') == 'present':
+                slots = int(pool.get('slots') or 0)
+                spent[0] += int(round(slots * float(pool.get('cpus') or 0) * ps.CPU_UNITS))
+                spent[1] += slots * int(pool.get('memory') or 0)
+        except (TypeError, ValueError):
+            warnings.append('host %s: pool %s: its slots, cpus or memory cannot be read (counted as nothing here)'
+                            % (raw['name'], pool.get('pool')))
     for i, decl in enumerate(raw.get('declared') or []):
         if not isinstance(decl, dict) or decl.get('state') == 'absent':
             continue

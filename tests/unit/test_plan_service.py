@@ -260,3 +260,18 @@ def test_a_new_instance_never_evicts_a_running_one_of_another_service():
     b = ps.service_spec(dict(name='b', desired_count=1, memory=512))
     done = ps.plan([a, b], hosts, [ps.Instance('b', 0, 'h1')])
     assert done.keep == [ps.Instance('b', 0, 'h1')] and done.start == [ps.Instance('a', 0, 'h2')] and not done.stop
+
+
+def test_runner_pools_count_against_a_host_s_capacity():
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    hosts = _action_hosts([WEB])
+    # h4's pool of 2 slots of 96 MiB and 0.25 CPU leaves it 64 MiB: one instance fits, not two
+    hosts[3]['pools'] = [{'pool': 'ci', 'state': 'present', 'slots': 2, 'cpus': 0.25, 'memory': 96},
+                         {'pool': 'gone', 'state': 'absent', 'slots': 8, 'cpus': 1, 'memory': 512}]
+    hosts[1]['pools'] = [{'pool': 'ci', 'state': 'present', 'slots': 'two', 'memory': 64}]
+    out = place(hosts)
+    assert [d['name'] for d in out['placement']['h4']] == ['web-2']
+    assert 'host h2: pool ci: its slots, cpus or memory cannot be read' in ' '.join(out['warnings'])
+    hosts[3]['pools'][0]['memory'] = 128
+    assert place(hosts)['unplaced']['web']['reasons']['h4'] == 'not enough memory'
+
