@@ -274,4 +274,3 @@ def test_runner_pools_count_against_a_host_s_capacity():
     assert 'host h2: pool ci: its slots, cpus or memory cannot be read' in ' '.join(out['warnings'])
     hosts[3]['pools'][0]['memory'] = 128
     assert place(hosts)['unplaced']['web']['reasons']['h4'] == 'not enough memory'
-
