@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DEFAULT_CLUSTER = 'default'
+# What a placement tells without its declarations (which may hold registry passwords): the events and the
+# services' views that drover.fleet.events reads, the report and the services whose deployment goes on.
+PUBLIC = ('services', 'events', 'report', 'deploying', 'down', 'unplaced', 'warnings')
 
 
 def _task_name(decl):
@@ -91,18 +96,117 @@ def _used(raw, warnings):
     return tuple(spent)
 
 
-def _declaration(raw, index):
-    """The task an instance is: the service's task keys, its name and cluster, restarted always (a service keeps
-    its count: an instance that stops is started again where it runs, as ECS's service scheduler replaces it)."""
-    decl = dict((k, v) for k, v in raw.items() if k in ps.TASK_KEYS)
+def _task(raw):
+    """The task a service declares (its task keys)."""
+    return dict((k, v) for k, v in raw.items() if k in ps.TASK_KEYS)
+
+
+def _declaration(task, raw, index, revision):
+    """The task an instance is: the revision's task, its name, cluster and revision, restarted always (a service
+    keeps its count: an instance that stops is started again where it runs, as ECS's service scheduler replaces
+    it). A stored revision has no registry password: the declared service's registry_auth (`raw`) is its own."""
+    decl = dict(task)
+    if raw.get('registry_auth') is not None and 'registry_auth' in decl:
+        decl['registry_auth'] = raw['registry_auth']
     decl.update(name=ps.instance_name(raw['name'], index), cluster=raw.get('cluster') or DEFAULT_CLUSTER,
-                restart='always')
+                restart='always', revision=revision)
     return decl
 
 
-def place(raw_hosts, complete=True):
-    """The placement: placement ({host: [task declaration]}), clusters ({host: [cluster]}), services (a view each),
-    unplaced, down ({host: why}), warnings, report (lines)."""
+def _state(task):
+    """What a deployment reads of an instance (the look's view): (state, failed runs)."""
+    status, health = task.get('last_status'), task.get('health_status')
+    if status == 'RUNNING':
+        state = pd.HEALTHY if not task.get('health_checked') else {
+            'HEALTHY': pd.HEALTHY, 'UNHEALTHY': pd.UNHEALTHY}.get(health, pd.PENDING)
+    else:
+        state = pd.PENDING if status == 'PENDING' else pd.STOPPED
+    # its restart streak counts the stops that its host's converge saw; one it has not seen yet counts too
+    failed = int(task.get('streak') or 0) + (state == pd.UNHEALTHY or (state == pd.STOPPED and not task.get(
+        'held_until')))
+    return state, failed
+
+
+def _history(raw_hosts, key):
+    """The revision records the hosts keep of service `key` (cluster, name), merged."""
+    return pd.merge(r for raw in raw_hosts for r in raw.get('revisions') or ()
+                    if isinstance(r, dict) and (r.get('cluster'), r.get('service')) == key)
+
+
+def _as_kept(raw, history, index, revision):
+    """An instance kept as it runs: its revision's stored task where the hosts know it, else the declared one."""
+    if revision in history:
+        return _declaration(history[revision]['declaration'], raw, index, revision)
+    return _declaration(_task(raw), raw, index, pd.revision_of(_task(raw)))
+
+
+def _deploy(specs, by_raw, raw_hosts, found, host_specs, now):
+    """Each service's deployment pass: the specs and instances to place (only the target revision's), the indexes
+    and capacity that other revisions keep, and each service's step."""
+    steps, placed_specs, placed_found, reserved, extra = {}, [], [], {}, {}
+    for svc in specs:
+        raw = by_raw[svc.name]
+        key = (raw.get('cluster') or DEFAULT_CLUSTER, svc.name)
+        task = _task(raw)
+        seen = [s for s in found if s[0] == svc.name]
+        step = pd.step(key, svc.desired, svc.deployment, pd.revision_of(task), pd.stored_declaration(task),
+                       _history(raw_hosts, key), [s[1] for s in seen], now)
+        steps[svc.name] = step
+        others = list(step.keep_old) + list(step.stop)
+        reserved[svc.name] = set(s.index for s in others)
+        if step.target is None:
+            continue
+        placed_specs.append(svc._replace(desired=step.count))
+        placed_found.extend(ps.Instance(svc.name, s.index, s.host) for dummy, s in seen if s not in others)
+        for s in step.keep_old:
+            amounts = ps.needs(step.records[s.revision]['declaration']) if s.revision in step.records \
+                else (svc.cpu, svc.memory, svc.gpus)
+            spent = extra.setdefault(s.host, [0, 0, 0])
+            for at, amount in enumerate(amounts):
+                spent[at] += amount
+    return steps, placed_specs, placed_found, reserved, extra
+
+
+def _target_task(raw, step):
+    if step.target == pd.revision_of(_task(raw)):
+        return _task(raw)
+    return step.records[step.target]['declaration']
+
+
+def _view(svc, raw, step, decided, seen):
+    def mark(insts, name=svc.name):
+        return sorted('%s@%s' % (ps.instance_name(i.service, i.index), i.host) for i in insts if i.service == name)
+    target = step.records.get(step.target) if step.target else None
+    declared = step.records.get(pd.revision_of(_task(raw)))
+    mine = [s for s in seen if target is not None and s.revision == step.target]
+    return {'name': svc.name, 'cluster': raw.get('cluster') or DEFAULT_CLUSTER, 'desired_count': svc.desired,
+            'placed': len(mark(list(decided.keep) + list(decided.start))), 'older': len(step.keep_old),
+            'healthy': len([s for s in mine if s.state == pd.HEALTHY]), 'running': len([
+                s for s in seen if s.state != pd.STOPPED]),
+            'revision': target['number'] if target else None,
+            'declared_revision': declared['number'] if declared else None,
+            'deployment': step.status, 'failures': step.failures, 'failure_threshold': step.threshold,
+            'started': mark(decided.start), 'stopped': sorted(mark(decided.stop) + [
+                '%s@%s' % (ps.instance_name(svc.name, s.index), s.host) for s in step.stop]),
+            'unplaced': decided.unplaced.get(svc.name)}
+
+
+def _records(steps, by_raw, specs):
+    """{host: the revision records it keeps}, for every host of each service (its converge writes them)."""
+    out = {}
+    for svc in specs:
+        cluster = by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER
+        recs = [dict(r, cluster=cluster, service=svc.name) for dummy, r in sorted(steps[svc.name].records.items())]
+        for host in sorted(svc.hosts or ()):
+            out.setdefault(host, []).extend(recs)
+    return out
+
+
+def place(raw_hosts, complete=True, now=None):
+    """The placement: placement ({host: [task declaration]}), clusters ({host: [cluster]}), revisions ({host: [the
+    revision records it keeps]}), services (a view each), deploying (the services whose deployment is under way),
+    events, unplaced, down ({host: why}), warnings, report (lines)."""
+    now = now or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     warnings = []
     declared, mixed = _services(raw_hosts, warnings)
     specs, refused = [], {}
@@ -142,39 +246,63 @@ def place(raw_hosts, complete=True):
                 if index is None:
                     continue
                 if complete and name not in refused and name not in mixed:
-                    found.append(ps.Instance(name, index, raw['name']))
+                    state, failed = _state(task)
+                    found.append((name, pd.Seen(index, raw['name'], task.get('revision'), state, failed)))
                 else:                                   # not placed this pass: it stays where it runs
-                    kept[raw['name']].append(_declaration(svc, index))
+                    key = (svc.get('cluster') or DEFAULT_CLUSTER, name)
+                    kept[raw['name']].append(_as_kept(svc, _history(raw_hosts, key), index, task.get('revision')))
     placement = dict((h, list(v)) for h, v in kept.items())
-    views, unplaced = [], {}
+    views, unplaced, events, revisions = [], {}, [], {}
     if complete:
         used = dict((raw['name'], _used(raw, warnings)) for raw in raw_hosts)
-        decided = ps.plan(specs, host_specs, found, used)
+        steps, placed_specs, placed_found, reserved, extra = _deploy(specs, by_raw, raw_hosts, found, host_specs,
+                                                                     now)
+        for host, amounts in extra.items():
+            used[host] = tuple(a + b for a, b in zip(used.get(host, (0, 0, 0)), amounts))
+        decided = ps.plan(placed_specs, host_specs, placed_found, used, reserved)
         unplaced = decided.unplaced
         for inst in list(decided.keep) + list(decided.start):
-            placement[inst.host].append(_declaration(by_raw[inst.service], inst.index))
+            step = steps[inst.service]
+            raw = by_raw[inst.service]
+            placement[inst.host].append(_declaration(_target_task(raw, step), raw, inst.index, step.target))
         for svc in specs:
-            def mark(insts, name=svc.name):
-                return sorted('%s@%s' % (ps.instance_name(i.service, i.index), i.host) for i in insts
-                              if i.service == name)
-            views.append({'name': svc.name, 'cluster': by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER,
-                          'desired_count': svc.desired,
-                          'placed': len(mark(list(decided.keep) + list(decided.start))),
-                          'started': mark(decided.start), 'stopped': mark(decided.stop),
-                          'unplaced': decided.unplaced.get(svc.name)})
+            step = steps[svc.name]
+            for s in step.keep_old:
+                placement[s.host].append(_as_kept(by_raw[svc.name], step.records, s.index, s.revision))
+            views.append(_view(svc, by_raw[svc.name], step, decided, [s for n, s in found if n == svc.name]))
+            events.extend(step.events)
+        revisions = _records(steps, by_raw, specs)
     for decls in placement.values():
         decls.sort(key=lambda d: d['name'])
     clusters = sorted(set(raw.get('cluster') or DEFAULT_CLUSTER for raw in list(by_raw.values())
                           + [d for decls in mixed.values() for d in decls.values()]))
-    report = ['%s: %d/%d placed%s' % (v['name'], v['placed'], v['desired_count'],
-                                      ', %d unplaced' % v['unplaced']['count'] if v['unplaced'] else '')
-              for v in views]
+    report = [_line(v) for v in views]
     if not complete:
         report.append('this run does not reach every host that declares services: nothing placed, each host keeps '
                       'the instances it runs')
     report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())] + warnings
+    deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, 'rolling_back'))
     return {'placement': placement, 'clusters': dict((h, clusters) for h in placement), 'services': views,
-            'unplaced': unplaced, 'down': down, 'warnings': warnings, 'report': report}
+            'revisions': dict((h, revisions.get(h, [])) for h in placement), 'deploying': deploying,
+            'events': events, 'unplaced': unplaced, 'down': down, 'warnings': warnings, 'report': report}
+
+
+def _line(view):
+    """A service's report line: `web: 9/9 healthy, revision 7`, and where its deployment stands."""
+    text = '%s: %d/%d healthy, revision %s' % (view['name'], view['healthy'], view['desired_count'],
+                                               view['revision'] if view['revision'] is not None else '-')
+    if view['deployment'] == pd.IN_PROGRESS:
+        text += ', deploying (%d running)' % view['running']
+    elif view['deployment'] in ('rolling_back', 'rolled_back'):
+        text += ', %s: revision %s failed' % (view['deployment'].replace('_', ' '), view['declared_revision'])
+    elif view['deployment'] == pd.FAILED:
+        text += ', deployment failed (circuit breaker: %d/%d)' % (view['failures'], view['failure_threshold'])
+    text += ', %d/%d placed' % (view['placed'], view['desired_count'])
+    if view['older']:
+        text += ' (and %d of an older revision)' % view['older']
+    if view['unplaced']:
+        text += ', %d unplaced' % view['unplaced']['count']
+    return text
 
 
 def _clashes(raw_hosts, by_raw):
@@ -201,9 +329,16 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars or {})
         dummy, args = self.validate_argument_spec(argument_spec={
-            'hosts': {'type': 'list', 'elements': 'dict', 'required': True},
+            'hosts': {'type': 'list', 'elements': 'dict'},
             'complete': {'type': 'bool', 'default': True},
-        })
-        result.update(place(args['hosts'], args['complete']))
+            'report': {'type': 'dict'},
+        }, mutually_exclusive=[('hosts', 'report')], required_one_of=[('hosts', 'report')])
+        if args['report'] is not None:
+            # A placement's public part (no declaration, no secret), for the events and the recap.
+            result.update((k, args['report'].get(k)) for k in PUBLIC)
+        else:
+            placed = place(args['hosts'], args['complete'])
+            placed['public'] = dict((k, placed[k]) for k in PUBLIC)
+            result.update(placed)
         result['changed'] = False
         return result

@@ -20,10 +20,11 @@ short_description: Write drover.fleet events to a log and a webhook, print a fle
 version_added: 0.1.0
 description:
   - Collects the C(events) list of every task result that has one (M(drover.fleet.ecs_task),
-    M(drover.fleet.gh_runner_slot)), adds the inventory host, the play and the Ansible task, and writes each
-    event as one JSON line to O(log_path) and as one JSON POST to O(webhook_url).
-  - Only the C(events) entries and the task and pool views (C(task), C(tasks), C(pool), C(pools)) of a result
-    are read. Module arguments, C(invocation) and every other field are never read, and a result hidden by
+    M(drover.fleet.gh_runner_slot), the report of M(drover.fleet.service_placement)), adds the inventory host,
+    the play and the Ansible task, and writes each event as one JSON line to O(log_path) and as one JSON POST to
+    O(webhook_url).
+  - Only the C(events) entries and the task, pool and service views (C(task), C(tasks), C(pool), C(pools),
+    C(services)) of a result are read. Module arguments, C(invocation) and every other field are never read, and a result hidden by
     C(no_log) (the task's C(no_log), or a censored result) is only counted.
   - The webhook is fed through a bounded queue (O(webhook_queue_size)) drained by a background thread. Each
     event is tried O(webhook_retries) more times after a failed POST, each try limited to
@@ -31,7 +32,9 @@ description:
     is printed and no further event is sent in this run. A broken log or webhook never fails the playbook.
   - At the end of the run it prints a recap with one line per host of the play, with the tasks running,
     stopped and held (from the C(task) and C(tasks) results), the runner slots busy, idle, free and starting
-    and the pools held (from the C(pool) and C(pools) results); C(unhealthy=N) counts the tasks whose last
+    and the pools held (from the C(pool) and C(pools) results), and one line per service that
+    M(drover.fleet.service_placement) placed (C(service web - 9/9 healthy, revision 7) as the line begins, with its
+    deployment when one is under way, rolled back or failed, as the run's last placement found it); C(unhealthy=N) counts the tasks whose last
     view has C(health_status) C(UNHEALTHY), when there are any. Under a host, only what changed in this run
     (outside check mode) is printed, one line each - a task run that stopped (C(task.stopped)), with its reason
     and what became of the task (running again, held back, stays stopped), a runner that ended
@@ -287,6 +290,26 @@ def pool_views(data):
     """The gh_runner_slot / gh_runner_info pool views of one result (or loop item)."""
     return [v for v in _views(data, 'pool', 'pools') if isinstance(v.get('name'), str)
             and isinstance(v.get('slots'), list)]
+
+
+def service_views(data):
+    """The services' views of a drover.fleet.service_placement report (each service's deployment)."""
+    return [v for v in _views(data, 'service', 'services') if isinstance(v.get('name'), str)
+            and isinstance(v.get('desired_count'), int) and isinstance(v.get('healthy'), int)]
+
+
+def service_line(view):
+    """Pure: the recap's line of a service: `service web: 9/9 healthy, revision 7`, and its deployment."""
+    revision = view.get('revision') if view.get('revision') is not None else '-'
+    text = 'service %s: %d/%d healthy, revision %s' % (view['name'], view['healthy'], view['desired_count'], revision)
+    state = view.get('deployment')
+    if state == 'in_progress':
+        text += ', deploying'
+    elif state in ('rolling_back', 'rolled_back'):
+        text += ', %s: revision %s failed' % (state.replace('_', ' '), view.get('declared_revision'))
+    elif state == 'failed':
+        text += ', deployment failed (revision %s)' % view.get('declared_revision')
+    return text
 
 
 def task_summary(view):
@@ -591,6 +614,7 @@ class CallbackModule(CallbackBase):
         self.clock = time.time
         self.play = None
         self.hosts = {}              # inventory host -> blank_host()'s record
+        self.services = {}           # (cluster, service) -> its last view (a placement's report)
         self.events_written = 0
         self.fleet = {}              # repository -> fleet hold of this run
         self.fleet_before = None     # the fleet holds in force before this run (the state file's), when known
@@ -658,6 +682,8 @@ class CallbackModule(CallbackBase):
                 continue
             raw = part.get('events')
             tasks, pools = task_views(part), pool_views(part)
+            for view in service_views(part):
+                self.services[(to_text(view.get('cluster')), view['name'])] = view
             if not isinstance(raw, list) and not tasks and not pools:
                 continue
             host = self._host(host_name)
@@ -844,6 +870,8 @@ class CallbackModule(CallbackBase):
                     lines.append('    pool %s (%s) held until %s%s' % (
                         pool_name, pool['owner'] or '?', pool['until'],
                         ', cause %s' % pool['cause'] if pool['cause'] else ''))
+        for key in sorted(self.services):
+            lines.append(service_line(self.services[key]))
         for repo in sorted(self.fleet_new):
             entry = self.fleet_new[repo]
             lines.append('fleet hold: %s on %d hosts (%s) until %s' % (

@@ -98,6 +98,8 @@ def last_output(raw, hidden, lines=OUTPUT_LINES, limit=OUTPUT_BYTES):
 
 # How long state healthy waits for a task to become HEALTHY, by default (seconds; as docker_container's).
 HEALTHY_WAIT = 300
+# The revision of a service that a task is an instance of (its `revision`), read back by ecs_task_info.
+REVISION_LABEL = 'drover.revision'
 
 
 def labels_for(decl, spec):
@@ -116,6 +118,8 @@ def labels_for(decl, spec):
         labels[plan_mod.HEALTH_LABEL] = 'true'
     if decl.task_role_arn:
         labels['drover.task-role'] = decl.task_role_arn
+    if decl.revision:
+        labels[REVISION_LABEL] = decl.revision
     return labels
 
 
@@ -1052,6 +1056,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
+    revisions = service_revisions(params.get('service_revisions'))
     began = time.monotonic()
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
@@ -1117,6 +1122,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
                 afters[key]['changed_fields'] = view['changed_fields']
         if not check_mode:
             ledger.save(store, now)
+            if revisions is not None:
+                # the controller's bookkeeping, not a change of what the host runs: `changed` stays as the tasks left it
+                result['service_revisions_written'] = store.set_service_revisions(revisions, now)
             if any(t.state == 'running' and (t.task_role_arn or (t.execution_role_arn and awslogs.served(t.containers)))
                    for t in tasks):
                 repaired, trouble = endpoint_mod.reassert(params['store_path'])
@@ -1156,6 +1164,43 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
     return result
 
 
+REVISION_STATUSES = ('in_progress', 'completed', 'failed', 'replaced')
+
+
+def service_revisions(raw):
+    """The service_revisions option, checked: a list of records for the store, or None. Raises TaskFailure naming
+    the entry and the field."""
+    if raw is None:
+        return None
+    out = []
+    for i, rec in enumerate(raw):
+        field = 'service_revisions[%d]' % i
+        for key in ('cluster', 'service', 'revision'):
+            if not isinstance(rec.get(key), str) or not rec[key]:
+                raise TaskFailure('%s.%s must be a non-empty string, got %r' % (field, key, rec.get(key)))
+        number = rec.get('number')
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise TaskFailure('%s.number must be a whole number of at least 1, got %r' % (field, number))
+        if rec.get('status') not in REVISION_STATUSES:
+            raise TaskFailure('%s.status must be one of %s, got %r'
+                              % (field, ', '.join(REVISION_STATUSES), rec.get('status')))
+        back = rec.get('rollback_of')
+        if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
+            raise TaskFailure('%s.rollback_of must be a revision number or null, got %r' % (field, back))
+        if not isinstance(rec.get('declaration'), dict):
+            raise TaskFailure('%s.declaration must be a mapping' % field)
+        if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:
+            raise TaskFailure('%s.declaration.registry_auth.password: a registry password is never stored' % field)
+        record = dict((k, rec.get(k)) for k in ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of'))
+        # (the options Ansible filled in with null are left out: the declaration as the controller gave it)
+        record['declaration'] = dict((k, v) for k, v in rec['declaration'].items() if v is not None)
+        if isinstance(record['declaration'].get('registry_auth'), dict):
+            record['declaration']['registry_auth'] = dict(
+                (k, v) for k, v in record['declaration']['registry_auth'].items() if v is not None)
+        out.append(record)
+    return out
+
+
 def info(params):
     """The ecs_task_info module's one call: every task the store or the engine knows, read-only."""
     try:
@@ -1163,7 +1208,7 @@ def info(params):
     except EngineUnavailable as exc:
         raise TaskFailure(str(exc))
     try:
-        store = Store(params['store_path'], read_only=True)
+        store = Store(params['store_path'], read_only=True, older_ok=True)
     except StoreError as exc:
         engine.close()
         raise TaskFailure(str(exc))
@@ -1175,9 +1220,15 @@ def info(params):
         _with_exit_codes(engine, grouped, keys)
         out = []
         for key in keys:
-            out.append(task_view(_observed_record(key, grouped.get(key, []), stored.get(key)),
-                                 plan_mod.checked_by_labels(grouped.get(key, []))))
-        return {'changed': False, 'tasks': out, 'capacity': _capacity(params, engine, store)}
+            checked = plan_mod.checked_by_labels(grouped.get(key, []))
+            view = task_view(_observed_record(key, grouped.get(key, []), stored.get(key)), checked)
+            # what a service's deployment reads: the instance's revision, and whether its health is checked
+            view['revision'] = next((o['labels'].get(REVISION_LABEL) for o in grouped.get(key, [])
+                                     if o['labels'].get(REVISION_LABEL)), None)
+            view['health_checked'] = bool(checked)
+            out.append(view)
+        return {'changed': False, 'tasks': out, 'capacity': _capacity(params, engine, store),
+                'service_revisions': store.service_revisions()}
     except GpuFailure as exc:
         raise TaskFailure(exc.msg)
     except EngineError as exc:

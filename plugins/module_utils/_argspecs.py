@@ -74,6 +74,7 @@ TASK_ENTRY_OPTIONS = dict(
     task_role_arn=dict(type='raw'),
     execution_role_arn=dict(type='raw'),
     cred_id=dict(type='raw'),
+    revision=dict(type='raw'),
     cpu=dict(type='raw'),
     memory=dict(type='raw'),
     volumes=dict(type='raw'),
@@ -141,6 +142,7 @@ def ecs_task_spec():
         aws_endpoint_url=dict(type='str'),
         task_role_arn=dict(type='str'),
         cred_id=dict(type='str'),
+        revision=dict(type='str'),
         execution_role_arn=dict(type='str'),
         cpu=dict(type='raw'),
         memory=dict(type='raw'),
@@ -157,6 +159,11 @@ def ecs_task_spec():
         pid_mode=dict(type='str', choices=['host', 'task']),
         tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
+        # (the declaration's registry password is no_log, as an entry of tasks has it; the module refuses one)
+        service_revisions=dict(type='list', elements='dict', options=dict(
+            cluster=dict(type='raw'), service=dict(type='raw'), revision=dict(type='raw'), number=dict(type='raw'),
+            status=dict(type='raw'), rollback_of=dict(type='raw'),
+            declaration=dict(type='dict', options=dict((k, v) for k, v in TASK_ENTRY_OPTIONS.items())))),
         host_check=dict(type='dict', options=host_check_options()),
         gpu_strict=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),

@@ -33,6 +33,7 @@ import collections
 import hashlib
 
 from ansible_collections.drover.fleet.plugins.module_utils import _placement
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy
 from ansible_collections.drover.fleet.plugins.module_utils._argspecs import TASK_ENTRY_OPTIONS
 from ansible_collections.drover.fleet.plugins.module_utils._container_settings import whole
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
@@ -46,13 +47,15 @@ CONSTRAINT_TYPES = ('distinctInstance', 'memberOf')
 MAX_DESIRED = 10000
 # What a service declaration holds: its own keys, and those of the task its instances are (as drover_tasks takes
 # them; a task's own placement_constraints, state, stop_reason and cred_id are not a service's).
-SERVICE_OWN = ('name', 'cluster', 'desired_count', 'placement_constraints', 'placement_strategy')
-TASK_KEYS = tuple(k for k in TASK_ENTRY_OPTIONS if k not in SERVICE_OWN + ('state', 'stop_reason', 'cred_id'))
+SERVICE_OWN = ('name', 'cluster', 'desired_count', 'placement_constraints', 'placement_strategy', 'deployment')
+TASK_KEYS = tuple(k for k in TASK_ENTRY_OPTIONS if k not in SERVICE_OWN + ('state', 'stop_reason', 'cred_id', 'revision'))
 SERVICE_KEYS = frozenset(SERVICE_OWN + TASK_KEYS)
 
 # hosts: the names of the hosts that declare the service (None: every host)
+# deployment: how a new revision replaces the running one (_plan_deploy.Deployment)
 Service = collections.namedtuple('Service', ('name', 'desired', 'cpu', 'memory', 'gpus', 'constraints', 'strategy',
-                                             'hosts'))
+                                             'hosts', 'deployment'))
+Service.__new__.__defaults__ = (None, None)
 Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up'))
 Instance = collections.namedtuple('Instance', ('service', 'index', 'host'))
 Plan = collections.namedtuple('Plan', ('keep', 'start', 'stop', 'lost', 'unplaced'))
@@ -112,7 +115,9 @@ def service_spec(raw, where='service'):
                                           or len(on) == len('attribute:')):
                 raise SpecError('%s.field must be instanceId or attribute:<name> for spread, got %r' % (field, on))
         strategy.append((kind, on))
-    return Service(name, desired, cpu, memory, gpus, tuple(constraints), tuple(strategy), None)
+    deployment = _plan_deploy.deployment_spec(raw.get('deployment'), where)
+    _plan_deploy.check_room(desired, deployment, where)
+    return Service(name, desired, cpu, memory, gpus, tuple(constraints), tuple(strategy), None, deployment)
 
 
 def host_spec(raw, where='host'):
@@ -202,10 +207,11 @@ def _victim(svc, mine, by_name, counts, room):
     return max(left, key=lambda i: i.index)
 
 
-def plan(services, hosts, found, used=None):
+def plan(services, hosts, found, used=None, reserved=None):
     """Place every service: a Plan of keep, start and stop (lists of Instance), lost (instances found on hosts that
     are not up, each placed again) and unplaced ({service: {'count': n, 'reasons': {host: why}}}).
-    `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise.
+    `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise,
+    `reserved`: {service: indexes} held by instances of its other revisions (never given to a new one).
     Two phases: what runs is kept first, for every service (a new instance never evicts a running one), then what
     is missing is placed."""
     by_name = dict((h.name, h) for h in hosts)
@@ -247,6 +253,7 @@ def plan(services, hosts, found, used=None):
                 counter[_group(by_name[victim.host], on)] -= 1
         keep.extend(mine)
         taken = set(i.index for i in theirs if by_name.get(i.host) is not None and by_name[i.host].up)
+        taken |= set((reserved or {}).get(svc.name) or ())
         state[svc.name] = (mine, on_host, counts, taken)
     for svc in ordered:                                         # 2. place what is missing
         mine, on_host, counts, taken = state[svc.name]
@@ -294,16 +301,6 @@ def _refusal(svc, host, distinct, on_host, room):
     if distinct and on_host[host]:
         return 'distinctInstance'
     return 'not enough %s' % room.lacks(host, svc)
-
-
-def by_host(plan_, hosts):
-    """What each host runs of the services after the plan: {host: [instance name, ...]} (hosts that are up)."""
-    out = dict((h.name, []) for h in hosts if h.up)
-    for inst in list(plan_.keep) + list(plan_.start):
-        out[inst.host].append(instance_name(inst.service, inst.index))
-    for names in out.values():
-        names.sort()
-    return out
 
 
 def needs(decl, where='task'):

@@ -124,6 +124,22 @@ MIGRATIONS = (
         PRIMARY KEY (name, labels)
     );
     """,
+    # 5 -> 6: the revisions of the services this host runs instances of, as the controller's placement hands them
+    # to the host (drover.fleet.service_placement): a revision's number, where its deployment stands, and its task
+    # declaration without the registry password (what a rollback or a kept instance of it is declared with).
+    """
+    CREATE TABLE service_revisions (
+        cluster     TEXT NOT NULL,
+        service     TEXT NOT NULL,
+        revision    TEXT NOT NULL,
+        number      INTEGER NOT NULL,
+        status      TEXT NOT NULL,
+        rollback_of INTEGER,
+        declaration TEXT NOT NULL,
+        updated_at  REAL NOT NULL,
+        PRIMARY KEY (cluster, service, revision)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -200,9 +216,10 @@ def _refuse_links(path):
 class Store:
     """The host store. `read_only` opens without creating or migrating anything (check mode)."""
 
-    def __init__(self, path=DEFAULT_STORE_PATH, read_only=False):
+    def __init__(self, path=DEFAULT_STORE_PATH, read_only=False, older_ok=False):
         self.path = path
         self.read_only = read_only
+        self.version = SCHEMA_VERSION
         self.db = None
         try:
             if read_only:
@@ -232,10 +249,13 @@ class Store:
                 raise StoreError('store %s has schema version %d, newer than this collection knows (%d): '
                                  'upgrade drover.fleet on this host' % (path, version, SCHEMA_VERSION))
             if version < SCHEMA_VERSION:
-                if read_only and os.path.exists(path):
+                if read_only and os.path.exists(path) and older_ok:
+                    self.version = version      # read as it is: what a later migration adds reads as empty
+                elif read_only and os.path.exists(path):
                     raise StoreError('store %s has schema version %d and needs a migration to %d, which check '
                                      'mode does not do: run once without check mode' % (path, version, SCHEMA_VERSION))
-                self._migrate(version)
+                else:
+                    self._migrate(version)
             # Check every page now (the store is small: about a millisecond), so that a damaged file fails
             # here, with the file named, and not in the middle of a converge.
             problems = [r[0] for r in self.db.execute('PRAGMA quick_check').fetchall()]
@@ -307,6 +327,50 @@ class Store:
     def delete_task(self, cluster, name):
         self._writable()
         self.db.execute('DELETE FROM tasks WHERE cluster = ? AND name = ?', (cluster, name))
+
+    # --- service revisions -----------------------------------------------------------------------
+
+    REVISION_COLUMNS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'declaration')
+
+    def service_revisions(self):
+        """Every recorded service revision, as dicts, `declaration` decoded ([] in a store older than them)."""
+        if self.version < 6:
+            return []
+        out = []
+        for row in self.db.execute('SELECT * FROM service_revisions ORDER BY cluster, service, number'):
+            record = dict((k, row[k]) for k in self.REVISION_COLUMNS)
+            record['declaration'] = json.loads(record['declaration'])
+            out.append(record)
+        return out
+
+    def set_service_revisions(self, records, now):
+        """Each (cluster, service) that `records` names holds those records and no other; True when that
+        changed a row."""
+        self._writable()
+
+        def row(r):
+            return tuple(r.get(k) for k in self.REVISION_COLUMNS[3:6]) + (json.dumps(r['declaration'], sort_keys=True),)
+
+        wanted = dict(((r['cluster'], r['service'], r['revision']), row(r)) for r in records)
+        services = set(k[:2] for k in wanted)
+        have = dict(((r['cluster'], r['service'], r['revision']), row(r))
+                    for r in self.service_revisions() if (r['cluster'], r['service']) in services)
+        if have == wanted:
+            return False
+        self.db.execute('BEGIN IMMEDIATE')
+        try:
+            for key in set(have) - set(wanted):
+                self.db.execute('DELETE FROM service_revisions WHERE cluster = ? AND service = ? AND revision = ?', key)
+            for key, values in sorted(wanted.items()):
+                if have.get(key) != values:
+                    self.db.execute('INSERT OR REPLACE INTO service_revisions (%s, updated_at) VALUES (%s)'
+                                    % (', '.join(self.REVISION_COLUMNS), ', '.join(['?'] * 8)),
+                                    key + values + (now,))
+            self.db.execute('COMMIT')
+        except Exception:
+            self.db.execute('ROLLBACK')
+            raise
+        return True
 
     # --- events outbox -------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ MAX_CONTAINERS = 10
 MAX_STOP_REASON = 255
 # A credential ID ends up in a URI path (/v2/credentials/<id>).
 CRED_ID_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}\Z')
+REVISION_RE = CRED_ID_RE
 # An IAM role's name: ECS takes it for a role ARN of the account (the role is assumed as arn:...:role/<name>).
 ROLE_NAME_RE = re.compile(r'^[A-Za-z0-9+=,.@_-]{1,64}\Z')
 NETWORK_MODES = ('bridge', 'host', 'none', 'awsvpc')
@@ -59,10 +60,10 @@ Task = collections.namedtuple('Task', (
     'name', 'cluster', 'containers', 'network_mode', 'state', 'stop_reason', 'restart', 'pull',
     'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id', 'network', 'spec_hash', 'warnings',
     'fields', 'cpu', 'memory', 'volumes', 'placement_constraints', 'runtime_platform', 'ipc_mode', 'pid_mode', 'where',
-    'wait_healthy'))
+    'wait_healthy', 'revision'))
 # where: each task-level option -> the field it was given in (volumes, or task_definition.volumes), for messages.
 # wait_healthy: state healthy (a running task, that the converge then waits for until it is HEALTHY).
-Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None, False)
+Task.__new__.__defaults__ = (None, None, None, (), (), None, None, None, None, False, None)
 RegistryAuth = collections.namedtuple('RegistryAuth', ('registry', 'username', 'password', 'ecr'))
 
 
@@ -135,15 +136,17 @@ def registry_auth(raw, field):
     return RegistryAuth(raw['registry'], raw['username'], raw['password'], False)
 
 
-def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None):
+def spec_hash(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None, revision=None):
     """What makes two runs of a task the same: a change here replaces the task's containers. `level`: the
-    task-level fields ({option: value}), each part of the hash only when set."""
-    return _digest(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level), 16)
+    task-level fields ({option: value}), each part of the hash only when set; `revision` too."""
+    return _digest(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level, revision), 16)
 
 
-def spec_doc(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None):
+def spec_doc(name, network_mode, containers, task_role_arn, network=None, cred_id=None, level=None, revision=None):
     doc = {'name': name, 'network_mode': network_mode, 'task_role_arn': task_role_arn, 'cred_id': cred_id,
            'containers': [settings.hashable(c) for c in containers]}
+    if revision is not None:
+        doc['revision'] = revision
     if network is not None:
         doc['awsvpc'] = _netns_spec.hashable(network)
     doc.update(level_mod.hashable(level or {}))
@@ -262,6 +265,9 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
                                 'drover_allowed_roles)' % (role_fields[key], val,
                                                            ', '.join(host['allowed_roles']) or 'none'))
     auth = registry_auth(raw.get('registry_auth'), prefix + 'registry_auth')
+    revision = raw.get('revision')
+    if revision is not None and (not isinstance(revision, str) or not REVISION_RE.match(revision)):
+        raise SpecError('%srevision must be 1 to 64 letters, digits, ".", "_" or "-", got %r' % (prefix, revision))
 
     level = _level(raw, td_level, prefix, cluster, name, state, host or {})
     # The host's policy bounds a task that is to run; stopping or removing one is always allowed.
@@ -335,12 +341,13 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
     return Task(name=name, cluster=cluster, containers=containers, network_mode=network_mode, state=state,
                 stop_reason=stop_reason, restart=restart, pull=pull, registry_auth=auth,
                 task_role_arn=task_role_arn, execution_role_arn=execution_role_arn, cred_id=cred_id, network=network,
-                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id, level),
+                spec_hash=spec_hash(name, network_mode, containers, task_role_arn, network, cred_id, level, revision),
                 warnings=tuple(warnings), cpu=level['cpu'], memory=level['memory'], volumes=level['volumes'] or (),
                 placement_constraints=level['placement_constraints'] or (),
                 runtime_platform=level['runtime_platform'], ipc_mode=level['ipc_mode'], pid_mode=level['pid_mode'],
-                where=dict(level['where'], containers=containers_field), wait_healthy=wait_healthy,
-                fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level)))
+                where=dict(level['where'], containers=containers_field), wait_healthy=wait_healthy, revision=revision,
+                fields=spec_fields(spec_doc(name, network_mode, containers, task_role_arn, network, cred_id, level,
+                                            revision)))
 
 
 def _level(raw, td_level, prefix, cluster, name, state, host):
@@ -436,7 +443,8 @@ def host_policy(params, machine=None):
 
 
 TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network_mode', 'awsvpc', 'state',
-                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id') + \
+                    'stop_reason', 'restart', 'pull', 'registry_auth', 'task_role_arn', 'execution_role_arn', 'cred_id',
+                    'revision') + \
     level_mod.LEVEL_OPTIONS
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 

@@ -412,6 +412,12 @@ options:
       - The credential ID to register for O(task_role_arn); by default a random one for each run.
       - An ID names one task on the host; one registered to another task is refused before anything changes.
     type: str
+  revision:
+    description:
+      - The revision of the service this task is an instance of (1 to 64 letters, digits, C(.), C(_), C(-)), kept as
+        the label C(drover.revision) and read back by M(drover.fleet.ecs_task_info). Part of what makes two runs the
+        same. M(drover.fleet.service_placement) gives it; a task of your own has no need of it.
+    type: str
   execution_role_arn:
     description:
       - The execution role. Images on an ECR registry (or the registry of O(registry_auth) with
@@ -591,7 +597,7 @@ options:
     description:
       - A set of task declarations, each with the options O(name), O(cluster), O(containers),
         O(task_definition), O(network_mode), O(awsvpc), O(state), O(stop_reason), O(restart), O(pull), O(registry_auth),
-        O(task_role_arn), O(cred_id), O(execution_role_arn), O(cpu), O(memory), O(volumes),
+        O(task_role_arn), O(cred_id), O(revision), O(execution_role_arn), O(cpu), O(memory), O(volumes),
         O(placement_constraints), O(runtime_platform), O(ipc_mode), O(pid_mode). Options given at the top level
         are the defaults (but not the task-level O(cpu), O(memory), O(volumes), O(placement_constraints),
         O(runtime_platform), O(ipc_mode), O(pid_mode), which are given in each entry).
@@ -657,6 +663,9 @@ options:
       cred_id:
         description: As O(cred_id).
         type: raw
+      revision:
+        description: As O(revision).
+        type: raw
       cpu:
         description: As O(cpu).
         type: raw
@@ -683,6 +692,119 @@ options:
       - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
     type: bool
     default: false
+  service_revisions:
+    description:
+      - The revision records of services to keep in the host store, as M(drover.fleet.service_placement) hands them
+        to the host (its RV(drover.fleet.service_placement#module:revisions)) - each C(cluster), C(service),
+        C(revision), C(number), C(status) (C(in_progress), C(completed), C(failed), C(replaced)), C(rollback_of) and
+        C(declaration) (a task without its registry password; one with a password is refused).
+      - Each service named then holds these records and no other; written after the pass, not in check mode.
+        The records are the controller's bookkeeping - writing them is not a change of what the host runs
+        (C(changed) stays as the tasks leave it), and RV(service_revisions_written) says whether a record changed.
+    type: list
+    elements: dict
+    suboptions:
+      cluster:
+        description: The service's cluster.
+        type: raw
+      service:
+        description: The service's name.
+        type: raw
+      revision:
+        description: The revision (the digest of the service's task).
+        type: raw
+      number:
+        description: Its number (1, 2...), as the recap tells it.
+        type: raw
+      status:
+        description: Where its deployment stands.
+        type: raw
+      rollback_of:
+        description: The number of the failed revision it is rolling back (or rolled back), else null.
+        type: raw
+      declaration:
+        description: The revision's task - the keys of an entry of O(tasks) that a service declares.
+        type: dict
+        suboptions:
+          name:
+            description: As O(tasks[].name).
+            type: raw
+          cluster:
+            description: As O(tasks[].cluster).
+            type: raw
+          containers:
+            description: As O(tasks[].containers).
+            type: raw
+          task_definition:
+            description: As O(tasks[].task_definition).
+            type: raw
+          network_mode:
+            description: As O(tasks[].network_mode).
+            type: raw
+          awsvpc:
+            description: As O(tasks[].awsvpc).
+            type: raw
+          state:
+            description: As O(tasks[].state).
+            type: raw
+          stop_reason:
+            description: As O(tasks[].stop_reason).
+            type: raw
+          restart:
+            description: As O(tasks[].restart).
+            type: raw
+          pull:
+            description: As O(tasks[].pull).
+            type: raw
+          registry_auth:
+            description: As O(tasks[].registry_auth), without its password.
+            type: dict
+            suboptions:
+              registry:
+                description: As O(registry_auth.registry).
+                type: raw
+              username:
+                description: As O(registry_auth.username).
+                type: raw
+              password:
+                description: Refused - a registry password is never stored. Never logged or returned.
+                type: raw
+              ecr:
+                description: As O(registry_auth.ecr).
+                type: raw
+          task_role_arn:
+            description: As O(tasks[].task_role_arn).
+            type: raw
+          execution_role_arn:
+            description: As O(tasks[].execution_role_arn).
+            type: raw
+          cred_id:
+            description: As O(tasks[].cred_id).
+            type: raw
+          revision:
+            description: As O(tasks[].revision).
+            type: raw
+          cpu:
+            description: As O(tasks[].cpu).
+            type: raw
+          memory:
+            description: As O(tasks[].memory).
+            type: raw
+          volumes:
+            description: As O(tasks[].volumes).
+            type: raw
+          placement_constraints:
+            description: As O(tasks[].placement_constraints).
+            type: raw
+          runtime_platform:
+            description: As O(tasks[].runtime_platform).
+            type: raw
+          ipc_mode:
+            description: As O(tasks[].ipc_mode).
+            type: raw
+          pid_mode:
+            description: As O(tasks[].pid_mode).
+            type: raw
   host_check:
     description:
       - Look at the host first, as M(drover.fleet.host_info) does (the engine of O(docker_host), the store
@@ -929,6 +1051,10 @@ tasks:
   returned: when O(tasks) is given
   type: list
   elements: dict
+service_revisions_written:
+  description: Whether the pass changed a record of O(service_revisions) in the host store.
+  returned: when O(service_revisions) is given, outside check mode
+  type: bool
 events:
   description:
     - One event per state change, for the C(drover.fleet.events) callback.

@@ -85,6 +85,15 @@ tasks:
       containers:
         - {name: main, image: 'drover.local/busybox:1', runtime_id: 3f2c..., last_status: RUNNING,
            exit_code: null, gpu_ids: [], health_status: UNKNOWN}
+service_revisions:
+  description:
+    - The revision records of services the host store keeps (M(drover.fleet.ecs_task)'s
+      O(drover.fleet.ecs_task#module:service_revisions)), for M(drover.fleet.service_placement); each task view has
+      C(revision) (its label C(drover.revision), else null) and C(health_checked) (whether an essential container
+      has a health check).
+  returned: always
+  type: list
+  elements: dict
 capacity:
   description:
     - What the engine's host has, for placing services (M(drover.fleet.service_placement)) - C(cpu) in CPU units

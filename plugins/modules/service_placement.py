@@ -24,6 +24,15 @@ description:
   - A task instance is the task C(<service>-<index>) in the service's C(cluster). A host whose engine did not
     answer (C(up=false)) runs nothing - its instances are placed again elsewhere; when it returns, the excess over
     C(desired_count) stops.
+  - B(Deployments.) A service's revision is a digest of the task it declares (its task keys; the registry password
+    left out). When it changes, each pass replaces old instances with new ones within C(deployment) -
+    C(minimum_healthy_percent) of C(desired_count) stay healthy (rounded up), at most C(maximum_percent) run (rounded
+    down) - and an old one stops only as new ones turn healthy (or run, without a health check). The
+    C(circuit_breaker) counts the new revision's failed runs (each instance's restart streak); at half the desired
+    count (at least 3, at most 200) the revision is marked failed and, with C(rollback), the last revision that
+    completed is brought back the same way. The hosts keep each service's revision records (RV(revisions), written
+    by their converge, read back by M(drover.fleet.ecs_task_info)), and each instance carries its revision as the
+    label C(drover.revision).
   - Keeps nothing between runs (where the services stand is read from the hosts), so AWX jobs and timers on
     different controllers agree. Runs on the controller and changes nothing. The playbook C(drover.fleet.services)
     runs it between a look at every host and each host's converge.
@@ -40,14 +49,21 @@ options:
         units, C(memory) MiB, C(gpus)), C(attributes), C(tasks) (what it runs, as M(drover.fleet.ecs_task_info) returns
         them), C(declared) (its C(drover_tasks)), C(cluster) (its C(drover_tasks_cluster)) and C(services) (its
         C(drover_services) - each C(name), C(cluster), C(desired_count), C(placement_constraints),
-        C(placement_strategy), and the keys of a task of C(drover_tasks) - C(containers) or C(task_definition),
-        C(network_mode), C(registry_auth)...).
+        C(placement_strategy), C(deployment), and the keys of a task of C(drover_tasks) - C(containers) or
+        C(task_definition), C(network_mode), C(registry_auth)...) and C(revisions) (the revision records it keeps,
+        M(drover.fleet.ecs_task_info)'s C(service_revisions)).
+      - Mutually exclusive with O(report).
       - The services are those the hosts declare; a service may use only the hosts that declare it. One declared
         differently by two hosts, or with a field it cannot take, is not placed (a warning says why), and its
         instances stay where they run.
     type: list
     elements: dict
-    required: true
+  report:
+    description:
+      - A placement's C(public) part (the result of a run with O(hosts)), returned as it is - its C(services),
+        C(events), C(report), C(deploying), C(down), C(unplaced) and C(warnings), none of the declarations - so that
+        a task that is not C(no_log) hands them to the C(drover.fleet.events) callback (events and recap).
+    type: dict
   complete:
     description:
       - Whether the play reaches every host of the inventory that declares services. When it does not (C(--limit),
@@ -55,8 +71,8 @@ options:
     type: bool
     default: true
 notes:
-  - Not yet - deployments (a new revision replaced in steps, health-gated, rolled back); every instance runs the
-    service's current declaration.
+  - Not yet - canaries, Nomad's C(auto_promote), a deployment forced without a change (declare a new revision
+    instead - any change of the task, for example an environment variable).
 seealso:
   - module: drover.fleet.ecs_task_info
   - module: drover.fleet.ecs_task
@@ -81,19 +97,48 @@ EXAMPLES = r'''
 RETURN = r'''
 placement:
   description: Each host's share, as task declarations for C(drover_tasks) (hosts that are up).
-  returned: always
+  returned: with O(hosts)
   type: dict
   sample: {web1: [{name: web-0, cluster: default, containers: [{name: main, image: 'drover.local/busybox:1'}]}]}
 clusters:
   description: The clusters each host converges for the services (so that an instance no longer placed there stops).
-  returned: always
+  returned: with O(hosts)
   type: dict
   sample: {web1: [default]}
 services:
-  description: Per service placed - C(placed), the instances C(started) and C(stopped) (C(<instance>@<host>)), C(unplaced).
+  description:
+    - Per service placed - C(placed) (instances of the revision it converges to), C(older) (those of other revisions
+      kept this pass), C(healthy) and C(running) (as the look found them), C(revision) (the number of
+      the revision its instances converge to) and C(declared_revision), C(deployment) (C(in_progress),
+      C(completed), C(rolling_back), C(rolled_back), C(failed)), C(failures) and C(failure_threshold) (the circuit
+      breaker), the instances C(started) and C(stopped) (C(<instance>@<host>)), C(unplaced).
   returned: always
   type: list
   elements: dict
+revisions:
+  description:
+    - The revision records each host keeps (of the services it declares) - C(cluster), C(service), C(revision),
+      C(number), C(status), C(rollback_of), C(declaration) (without the registry password); its converge writes
+      them (M(drover.fleet.ecs_task)'s O(drover.fleet.ecs_task#module:service_revisions)).
+  returned: with O(hosts)
+  type: dict
+deploying:
+  description: The services whose deployment (or rollback) is under way; C(drover.fleet.deploy) runs passes until none is.
+  returned: always
+  type: list
+  elements: str
+events:
+  description:
+    - C(service.deployment.started), C(service.deployment.completed) (with C(rollback_of) when a rollback
+      completed), C(service.deployment.failed) (with the C(reason)) and C(service.deployment.rolled_back) (C(revision),
+      C(to_revision)), each with C(cluster), C(service) and C(subject) (C(service/<cluster>/<name>)).
+  returned: always
+  type: list
+  elements: dict
+public:
+  description: What O(report) takes - the result without its declarations.
+  returned: with O(hosts)
+  type: dict
 unplaced:
   description: Per service that could not be placed whole - C(count), and C(reasons) per host.
   returned: always
@@ -104,7 +149,9 @@ down:
   returned: always
   type: dict
 report:
-  description: A line per service (C(web 9/9 placed)), one per host down, and the warnings; nothing of the declarations.
+  description:
+    - "A line per service (C(web: 9/9 healthy, revision 7, 9/9 placed)), one per host down, and the warnings; nothing
+      of the declarations."
   returned: always
   type: list
   elements: str

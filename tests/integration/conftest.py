@@ -36,3 +36,16 @@ def host_aws_credentials(monkeypatch):
     for key, value in (('AWS_ACCESS_KEY_ID', 'testing'), ('AWS_SECRET_ACCESS_KEY', 'testing'),
                        ('AWS_SESSION_TOKEN', 'testing')):
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def three(engine):  # pylint: disable=unused-argument
+    """Three simulated hosts (tests/fixtures/fleet_engines.py: one dockerd each), stopped after the test."""
+    from fleet_engines import FleetEngines
+    from helpers import IMAGE
+    engines = FleetEngines(3, image=IMAGE)
+    engines.start()
+    try:
+        yield engines
+    finally:
+        engines.stop()

@@ -259,6 +259,14 @@ def test_container_name_of_another_task_is_refused(engine, cluster, converge, mo
     (dict(tasks=[{'name': 'x', 'containers': [container('a')], 'bogus': 1}]), ('tasks[0]', 'bogus')),
     (dict(name='x', timeout=5, docker_host='unix:///nonexistent/docker.sock', containers=[container('a')]),
      ('cannot be reached',)),
+    (dict(name='x', revision='web 2', containers=[container('a')]), ('revision must be 1 to 64',)),
+    (dict(name='x', containers=[container('a')], service_revisions=[
+        {'cluster': 'c', 'service': 'web', 'revision': 'r1', 'number': 1, 'status': 'completed',
+         'declaration': {'registry_auth': {'registry': 'r.test', 'username': 'u', 'password': 'hunter2'}}}]),
+     ('service_revisions[0].declaration.registry_auth.password', 'never stored')),
+    (dict(name='x', containers=[container('a')], service_revisions=[
+        {'cluster': 'c', 'service': 'web', 'revision': 'r1', 'number': 0, 'status': 'completed', 'declaration': {}}]),
+     ('service_revisions[0].number must be a whole number of at least 1',)),
 ])
 def test_bad_input_changes_nothing(engine, cluster, converge, store_path, args, words):
     converge(name='keep', containers=[container('main')])

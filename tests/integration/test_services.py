@@ -177,16 +177,6 @@ GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'
 GPU3 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a003'
 
 
-@pytest.fixture
-def three(engine):  # pylint: disable=unused-argument
-    engines = FleetEngines(3, image=IMAGE)
-    engines.start()
-    try:
-        yield engines
-    finally:
-        engines.stop()
-
-
 def test_a_gpu_task_is_placed_only_where_a_gpu_is_free(engine, three, cluster, tmp_path):
     """sim01 has a GPU, sim02 none, sim03 one that a declared task holds: of a service of two GPU tasks one runs on
     sim01 and the other is unplaced, until sim03's task goes."""
@@ -210,7 +200,7 @@ def test_a_gpu_task_is_placed_only_where_a_gpu_is_free(engine, three, cluster, t
     recap, out = run(tmp_path, write(declared=True))
     now = running(three, cluster)
     assert now == {'sim01': ['train-0'], 'sim02': [], 'sim03': ['own']}, now
-    assert 'train: 1/2 placed, 1 unplaced' in out, out[-3000:]
+    assert 'train: 0/2 healthy, revision 1, deploying (0 running), 1/2 placed, 1 unplaced' in out, out[-3000:]
     client = three[0].client()
     try:
         env = client.containers.get('train-0-main').attrs['Config']['Env']
@@ -220,4 +210,4 @@ def test_a_gpu_task_is_placed_only_where_a_gpu_is_free(engine, three, cluster, t
     # sim03's own task goes: its GPU is free, and the second instance runs there
     recap, out = run(tmp_path, write(declared=False))
     assert running(three, cluster) == {'sim01': ['train-0'], 'sim02': [], 'sim03': ['train-1']}
-    assert 'train: 2/2 placed' in out
+    assert ', 2/2 placed' in out and 'train: 1/2 healthy, revision 1' in out

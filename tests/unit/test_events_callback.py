@@ -782,3 +782,24 @@ def test_job_counts_only_count_runners_that_reported_a_result():
     events.append({'event': 'runner.started', 'pool': 'ci', 'result': 'Failed'})
     assert plugin_mod.job_counts(events) == {'ci': {'ended': 3, 'failed': 2, 'canceled': 0}}
     assert plugin_mod.jobs_line('ci', {'ended': 2, 'failed': 0, 'canceled': 0}) is None
+
+
+def test_recap_tells_each_service_as_the_last_placement_found_it(make_plugin, tmp_path):
+    plugin, display = make_plugin(log_path=str(tmp_path / 'events.jsonl'))
+    plugin.clock = lambda: NOW
+    view = {'name': 'web', 'cluster': 'prod', 'desired_count': 9, 'healthy': 5, 'revision': 7,
+            'declared_revision': 7, 'deployment': 'in_progress'}
+    started = {'event': 'service.deployment.started', 'at': '2030-03-17T17:00:00Z', 'cluster': 'prod',
+               'service': 'web', 'subject': 'service/prod/web', 'revision': 7, 'desired_count': 9}
+    plugin.v2_runner_on_ok(task_result('web1', {'services': [view], 'events': [started]}))
+    plugin.v2_runner_on_ok(task_result('web1', {'services': [dict(view, healthy=9, deployment='completed')],
+                                                'events': []}))
+    plugin.v2_runner_on_ok(task_result('web1', {'services': [dict(view, name='api', healthy=2, desired_count=2,
+                                                                  revision=3, declared_revision=4,
+                                                                  deployment='rolled_back')]}))
+    plugin.v2_playbook_on_stats(None)
+    assert 'service web: 9/9 healthy, revision 7' in display.lines
+    assert 'service api: 2/2 healthy, revision 3, rolled back: revision 4 failed' in display.lines
+    logged = [json.loads(line) for line in (tmp_path / 'events.jsonl').read_text().splitlines()]
+    assert [(e['event'], e['subject'], e['host']) for e in logged] == [
+        ('service.deployment.started', 'service/prod/web', 'web1')]

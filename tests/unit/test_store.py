@@ -230,3 +230,40 @@ def test_a_store_of_schema_3_migrates_its_link_allocations(tmp_path):
         rows = store.link_allocation_rows()
     assert [(r['netns'], r['cluster'], r['task']) for r in rows] == [
         ('drover-web', None, None), ('drover-web-0123456789', 'b', 'web')]
+
+
+def _revision(revision, number, status='completed', service='web'):
+    return {'cluster': 'c', 'service': service, 'revision': revision, 'number': number, 'status': status,
+            'rollback_of': None, 'declaration': {'containers': [{'name': 'main', 'image': 'i:%d' % number}]}}
+
+
+def test_service_revisions_each_service_named_holds_the_records_given(tmp_path):
+    path = str(tmp_path / 'store.db')
+    with Store(path) as store:
+        assert store.set_service_revisions([_revision('a', 1), _revision('b', 2, 'in_progress'),
+                                            _revision('x', 1, service='api')], 10.0) is True
+        assert store.set_service_revisions([_revision('a', 1), _revision('b', 2, 'in_progress')], 11.0) is False
+        # web's records replaced (a gone, b completed, c new); api's untouched (not named)
+        assert store.set_service_revisions([_revision('b', 2), _revision('c', 3, 'in_progress')], 12.0) is True
+        rows = [(r['service'], r['revision'], r['number'], r['status']) for r in store.service_revisions()]
+    assert rows == [('api', 'x', 1, 'completed'), ('web', 'b', 2, 'completed'), ('web', 'c', 3, 'in_progress')]
+    with Store(path, read_only=True) as store:
+        assert store.service_revisions()[2]['declaration'] == _revision('c', 3)['declaration']
+
+
+def test_an_older_store_is_read_as_it_is_where_that_is_asked(tmp_path):
+    """ecs_task_info (the services' look) reads a store that no converge has migrated yet: its revisions read as
+    none, its tasks as they are, and nothing is written."""
+    path = str(tmp_path / 'store.db')
+    with Store(path) as store:
+        store.put_task(RECORD, 1.0)
+    db = sqlite3.connect(path)
+    db.execute('DROP TABLE service_revisions')
+    db.execute('PRAGMA user_version = 5')
+    db.commit()
+    db.close()
+    with Store(path, read_only=True, older_ok=True) as store:
+        assert store.service_revisions() == [] and [t['name'] for t in store.tasks()] == ['web']
+        assert store.schema_version() == 5
+    with pytest.raises(StoreError):
+        Store(path, read_only=True)

@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# Copyright: drover.fleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Services: deployments - a changed service replaced a few instances at a time, gated on their health, with a
+circuit breaker that rolls a failing revision back.
+
+Owns: what a service's revision is (a digest of the task it declares), where its deployment stands (the revision
+records, as the hosts keep them), and for one pass: the revision its instances converge to (the target), how many
+instances of it the pass may have, which instances of other revisions stop, whether the breaker trips, and the
+events. ECS's rolling update: at least `minimum_healthy_percent` of the desired count healthy (rounded up), at
+most `maximum_percent` running (rounded down); the breaker's threshold is half the desired count, at least 3, at
+most 200, counted over the new revision's failed runs; a tripped breaker marks the revision failed and, with
+`rollback`, makes the last revision that completed the target again.
+Must not: place anything (_plan_service does, with the counts this gives), read a host or keep anything between
+calls: the revision records come from the hosts and go back to them (design.md: a fleet-wide decision is a pure
+function of the hosts' observed state).
+
+An instance seen is (index, host, revision, state, failures): `state` healthy (running, and healthy where its
+health is checked), pending (running, health not known yet), unhealthy (running) or stopped; `failures` the runs of
+it that failed (its restart streak, and one for a failure not yet counted there).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import hashlib
+import json
+import math
+
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+DEFAULTS = {'minimum_healthy_percent': 100, 'maximum_percent': 200}
+BREAKER_DEFAULTS = {'enable': True, 'rollback': True}
+HEALTHY, PENDING, UNHEALTHY, STOPPED = 'healthy', 'pending', 'unhealthy', 'stopped'
+IN_PROGRESS, COMPLETED, FAILED, REPLACED = 'in_progress', 'completed', 'failed', 'replaced'
+KEEP_RECORDS = 5                        # the revisions the hosts keep of a service (and any the pass needs)
+
+Deployment = collections.namedtuple('Deployment', ('minimum_healthy_percent', 'maximum_percent', 'breaker',
+                                                   'rollback'))
+Seen = collections.namedtuple('Seen', ('index', 'host', 'revision', 'state', 'failures'))
+# target: the revision the pass converges to (None: frozen, every instance kept as it is); count: how many of its
+# instances the pass may have; keep_old / stop: the instances (Seen) of other revisions kept and stopped;
+# records: the revision records after the pass ({revision: record}); status: where the service stands
+Step = collections.namedtuple('Step', ('target', 'count', 'keep_old', 'stop', 'records', 'events', 'status',
+                                       'failures', 'threshold'))
+
+
+def deployment_spec(raw, where='service'):
+    """A service's `deployment`, checked: a Deployment. Raises SpecError naming the field."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise SpecError('%s.deployment must be a mapping' % where)
+    unknown = sorted(set(raw) - set(DEFAULTS) - set(['circuit_breaker']))
+    if unknown:
+        raise SpecError('%s.deployment has unsupported keys: %s (it takes circuit_breaker, maximum_percent, '
+                        'minimum_healthy_percent)' % (where, ', '.join(unknown)))
+    values = {}
+    for key, default in DEFAULTS.items():
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or \
+                (key == 'minimum_healthy_percent' and value > 100) or (key == 'maximum_percent' and value < 100):
+            raise SpecError('%s.deployment.%s must be a whole number %s, got %r' % (
+                where, key, 'from 0 to 100' if key == 'minimum_healthy_percent' else 'of at least 100', value))
+        values[key] = value
+    breaker = raw.get('circuit_breaker')
+    breaker = {} if breaker is None else breaker
+    if not isinstance(breaker, dict) or set(breaker) - set(BREAKER_DEFAULTS):
+        raise SpecError('%s.deployment.circuit_breaker must be a mapping of enable and rollback, got %r'
+                        % (where, breaker))
+    flags = {}
+    for key, default in BREAKER_DEFAULTS.items():
+        flags[key] = breaker.get(key, default)
+        if not isinstance(flags[key], bool):
+            raise SpecError('%s.deployment.circuit_breaker.%s must be true or false, got %r'
+                            % (where, key, flags[key]))
+    return Deployment(values['minimum_healthy_percent'], values['maximum_percent'], flags['enable'],
+                      flags['rollback'])
+
+
+def bounds(desired, dep):
+    """(the fewest instances that must stay healthy, the most that may run) during a deployment."""
+    return (int(math.ceil(desired * dep.minimum_healthy_percent / 100.0)),
+            int(math.floor(desired * dep.maximum_percent / 100.0)))
+
+
+def check_room(desired, dep, where='service'):
+    """A deployment must be able to move: more may run than must stay healthy."""
+    low, high = bounds(desired, dep)
+    if desired and high <= low:
+        raise SpecError('%s.deployment: with desired_count %d, minimum_healthy_percent %d keeps %d healthy and '
+                        'maximum_percent %d lets %d run: a new revision could never start; lower the first or raise '
+                        'the second' % (where, desired, dep.minimum_healthy_percent, low, dep.maximum_percent, high))
+
+
+def threshold(desired):
+    """The circuit breaker's threshold: half the desired count (rounded up), at least 3, at most 200 (as ECS)."""
+    return min(max(int(math.ceil(desired / 2.0)), 3), 200)
+
+
+def stored_declaration(task):
+    """What the hosts keep of a revision's task: the declaration without its registry password."""
+    out = json.loads(json.dumps(task))
+    auth = out.get('registry_auth')
+    if isinstance(auth, dict):
+        auth.pop('password', None)
+    return out
+
+
+def revision_of(task):
+    """A revision: a digest of the task a service declares (its task keys; the registry password left out, so
+    that a rotated password is not a new revision)."""
+    text = json.dumps(stored_declaration(task), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]
+
+
+def merge(records):
+    """The revision records that several hosts hold of one service, as one {revision: record}: for each revision
+    the record furthest along (failed over completed over in progress over replaced), its number the highest."""
+    rank = {REPLACED: 0, IN_PROGRESS: 1, COMPLETED: 2, FAILED: 3}
+    out = {}
+    for rec in records:
+        have = out.get(rec['revision'])
+        if have is None or (rank.get(rec['status'], -1), rec['number']) > (rank.get(have['status'], -1),
+                                                                           have['number']):
+            out[rec['revision']] = dict(rec)
+    return out
+
+
+def _fallback(records, failed):
+    """The revision a failed one rolls back to: the latest that completed (or whose rollback is under way)."""
+    choices = [r for r in records.values() if r['revision'] != failed and (
+        r['status'] == COMPLETED or (r['status'] == IN_PROGRESS and r.get('rollback_of') is not None))]
+    return max(choices, key=lambda r: r['number'])['revision'] if choices else None
+
+
+def _event(kind, service, now, **data):
+    out = {'event': kind, 'at': now, 'cluster': service[0], 'service': service[1],
+           'subject': 'service/%s/%s' % service}
+    out.update(data)
+    return out
+
+
+def step(service, desired, dep, declared, declaration, records, seen, now):
+    """One pass of a service's deployment. `service`: (cluster, name); `declared`: the revision the inventory
+    declares, `declaration` its task as stored; `records`: {revision: record} as the hosts keep them; `seen`: the
+    instances (Seen) on the hosts that are up; `now`: the events' time (ISO). Returns a Step."""
+    records = dict((k, dict(v)) for k, v in records.items())
+    events = []
+    if declared not in records:
+        number = max([r['number'] for r in records.values()] or [0]) + 1
+        for rec in records.values():
+            if rec['status'] == IN_PROGRESS:
+                rec['status'] = REPLACED            # a deployment under way gives way to the new one
+        records[declared] = {'revision': declared, 'number': number, 'status': IN_PROGRESS, 'rollback_of': None,
+                             'declaration': declaration}
+        events.append(_event('service.deployment.started', service, now, revision=number, desired_count=desired))
+    current = records[declared]
+    limit = threshold(desired)
+    target = declared
+    if current['status'] == FAILED:
+        back = _fallback(records, declared) if dep.rollback else None
+        target = back
+    known = set(r for r in records if r != declared or target == declared)
+    failures = 0
+    if target == declared and current['status'] == IN_PROGRESS and dep.breaker:
+        failures = sum(s.failures for s in seen if s.revision == declared)
+        if failures >= limit:
+            current['status'] = FAILED
+            events.append(_event('service.deployment.failed', service, now, revision=current['number'],
+                                 reason='circuit breaker: %d failed runs of revision %d, threshold %d' % (
+                                     failures, current['number'], limit)))
+            target = _fallback(records, declared) if dep.rollback else None
+            if target is not None:
+                records[target].update(status=IN_PROGRESS, rollback_of=current['number'])
+                events.append(_event('service.deployment.rolled_back', service, now, revision=current['number'],
+                                     to_revision=records[target]['number']))
+    if target is None:                          # failed without a rollback: every instance stays as it is
+        return Step(None, 0, list(seen), [], _pruned(records, declared, None), events, FAILED, failures, limit)
+    # An instance of a revision the hosts no longer know is taken for one of the target (its declaration is
+    # the target's: it is replaced where it runs).
+    new = [s for s in seen if s.revision == target or s.revision not in known]
+    old = [s for s in seen if s not in new]
+    low, high = bounds(desired, dep)
+    healthy_new = len([s for s in new if s.state == HEALTHY])
+    old_healthy = sorted((s for s in old if s.state == HEALTHY), key=lambda s: (s.index, s.host))
+    stop = [s for s in old if s.state != HEALTHY]
+    running = len([s for s in seen if s.state != STOPPED])
+    start = max(0, min(desired - len(new), high - running))
+    can_stop = max(0, len(old_healthy) + healthy_new - low)
+    stopping = old_healthy[len(old_healthy) - min(can_stop, len(old_healthy)):]
+    stop += stopping
+    keep_old = [s for s in old_healthy if s not in stopping]
+    rec = records[target]
+    status = rec['status']
+    done = not old and len(new) == desired and healthy_new == desired and \
+        all(s.revision == target for s in new)
+    if rec['status'] == IN_PROGRESS and done:
+        rec['status'] = COMPLETED
+        status = COMPLETED
+        events.append(_event('service.deployment.completed', service, now, revision=rec['number'],
+                             desired_count=desired, **({'rollback_of': rec['rollback_of']}
+                                                       if rec.get('rollback_of') is not None else {})))
+    elif rec['status'] == COMPLETED and not done:
+        status = IN_PROGRESS if old else COMPLETED
+    if target != declared:
+        status = 'rolled_back' if rec['status'] == COMPLETED else 'rolling_back'
+    return Step(target, min(len(new), desired) + start, keep_old, stop, _pruned(records, declared, target), events,
+                status, failures, limit)
+
+
+def _pruned(records, declared, target):
+    """The records the hosts keep: the latest KEEP_RECORDS, and the declared and target revisions."""
+    latest = sorted(records.values(), key=lambda r: -r['number'])[:KEEP_RECORDS]
+    keep = set(r['revision'] for r in latest) | set(r for r in (declared, target) if r)
+    return dict((k, v) for k, v in records.items() if k in keep)

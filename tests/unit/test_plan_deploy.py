@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+"""Services' deployments (_plan_deploy): pure, on synthetic instances - a rolling replacement kept within the
+minimum healthy and maximum percent at every pass, the circuit breaker and the rollback, the records the hosts
+keep."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+
+KEY = ('prod', 'web')
+NOW = '2026-12-06T00:00:00Z'
+V1 = {'containers': [{'name': 'main', 'image': 'drover.local/web:1'}]}
+V2 = {'containers': [{'name': 'main', 'image': 'drover.local/web:2'}]}
+R1, R2 = pd.revision_of(V1), pd.revision_of(V2)
+
+
+def dep(low=50, high=150, **breaker):
+    return pd.deployment_spec({'minimum_healthy_percent': low, 'maximum_percent': high,
+                               'circuit_breaker': breaker or None})
+
+
+def steady(count=4, revision=R1, hosts=('h1', 'h2')):
+    return [pd.Seen(i, hosts[i % len(hosts)], revision, pd.HEALTHY, 0) for i in range(count)]
+
+
+def completed(number=1, revision=R1):
+    return {revision: {'revision': revision, 'number': number, 'status': pd.COMPLETED, 'rollback_of': None,
+                       'declaration': V1}}
+
+
+def carry_out(step, seen, state_of_new, next_index):
+    """The instances after the pass: old ones stopped, the target's kept and `step.count` of them in all (new
+    ones started in `state_of_new`)."""
+    stopped = set((s.index, s.host) for s in step.stop)
+    left = [s for s in seen if (s.index, s.host) not in stopped]
+    mine = [s for s in left if s.revision == step.target]
+    others = [s for s in left if s.revision != step.target]
+    while len(mine) < step.count:
+        mine.append(pd.Seen(next_index[0], 'h1', step.target, state_of_new, 0))
+        next_index[0] += 1
+    return others + mine[:step.count]
+
+
+def counts(seen):
+    return (len([s for s in seen if s.state != pd.STOPPED]), len([s for s in seen if s.state == pd.HEALTHY]))
+
+
+def test_a_rolling_deployment_keeps_within_its_bounds_and_completes():
+    seen, records, events = steady(), completed(), []
+    next_index = [4]
+    for round_ in range(10):
+        step = pd.step(KEY, 4, dep(), R2, V2, records, seen, NOW)
+        events += [e['event'] for e in step.events]
+        running, healthy = counts(seen)
+        # what the hosts do at once: starts before stops (the most running) or stops before starts (the fewest healthy)
+        started = step.count - len([s for s in seen if s.revision == R2 and s not in step.stop])
+        assert running + max(started, 0) <= 6, round_
+        assert healthy - len([s for s in step.stop if s.state == pd.HEALTHY]) >= 2, round_
+        records = step.records
+        if step.status == pd.COMPLETED:
+            break
+        seen = carry_out(step, seen, pd.PENDING, next_index)
+        seen = [s._replace(state=pd.HEALTHY) if s.state == pd.PENDING and round_ % 2 else s for s in seen]
+    assert step.status == pd.COMPLETED and events == ['service.deployment.started', 'service.deployment.completed']
+    assert all(s.revision == R2 for s in seen) and len(seen) == 4
+    assert records[R2]['status'] == pd.COMPLETED and records[R2]['number'] == 2 and records[R1]['number'] == 1
+    # once complete, a pass changes nothing
+    again = pd.step(KEY, 4, dep(), R2, V2, records, seen, NOW)
+    assert again.count == 4 and not again.stop and not again.events and again.status == pd.COMPLETED
+
+
+def test_100_200_starts_all_new_before_stopping_any_old():
+    step = pd.step(KEY, 4, dep(100, 200), R2, V2, completed(), steady(), NOW)
+    assert step.count == 4 and step.stop == [] and len(step.keep_old) == 4
+    seen = steady() + [pd.Seen(i, 'h2', R2, pd.PENDING, 0) for i in range(4, 8)]
+    step = pd.step(KEY, 4, dep(100, 200), R2, V2, step.records, seen, NOW)
+    assert step.stop == [] and step.count == 4                  # none healthy yet: the old ones stay
+    seen = steady() + [pd.Seen(i, 'h2', R2, pd.HEALTHY, 0) for i in range(4, 8)]
+    step = pd.step(KEY, 4, dep(100, 200), R2, V2, step.records, seen, NOW)
+    assert sorted(s.index for s in step.stop) == [0, 1, 2, 3] and not step.keep_old
+
+
+def test_the_breaker_trips_and_rolls_back_to_the_last_completed_revision():
+    records = completed()
+    seen = steady(2) + [pd.Seen(i, 'h1', R2, pd.UNHEALTHY, i - 3) for i in range(4, 6)]     # 1 + 2 failed runs
+    step = pd.step(KEY, 4, dep(), R2, V2, dict(records, **{R2: {
+        'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None, 'declaration': V2}}), seen, NOW)
+    assert step.failures == 3 and step.threshold == 3
+    assert [e['event'] for e in step.events] == ['service.deployment.failed', 'service.deployment.rolled_back']
+    assert step.events[1]['revision'] == 2 and step.events[1]['to_revision'] == 1
+    assert step.target == R1 and step.status == 'rolling_back'
+    assert sorted(s.index for s in step.stop) == [4, 5]          # every instance of the bad revision stops
+    assert step.records[R2]['status'] == pd.FAILED and step.records[R1]['rollback_of'] == 2
+    # the next passes bring revision 1 back to 4, then the rollback completes; the failed one is not retried
+    seen = steady(2)
+    step = pd.step(KEY, 4, dep(), R2, V2, step.records, seen, NOW)
+    assert step.target == R1 and step.count == 4 and not step.stop
+    step = pd.step(KEY, 4, dep(), R2, V2, step.records, steady(4), NOW)
+    assert step.status == 'rolled_back' and [e['event'] for e in step.events] == ['service.deployment.completed']
+    assert step.events[0]['rollback_of'] == 2
+    step = pd.step(KEY, 4, dep(), R2, V2, step.records, steady(4), NOW)
+    assert step.status == 'rolled_back' and not step.events and step.count == 4
+
+
+def test_without_rollback_a_failed_revision_keeps_what_runs():
+    seen = steady(2) + [pd.Seen(i, 'h1', R2, pd.STOPPED, 2) for i in range(4, 6)]
+    records = dict(completed(), **{R2: {'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None,
+                                        'declaration': V2}})
+    step = pd.step(KEY, 4, dep(rollback=False), R2, V2, records, seen, NOW)
+    assert step.target is None and step.status == pd.FAILED and step.keep_old == seen and not step.stop
+    assert [e['event'] for e in step.events] == ['service.deployment.failed']
+
+
+def test_a_new_revision_during_a_deployment_replaces_it_and_the_records_are_pruned():
+    records = completed()
+    for n in range(2, 9):
+        task = {'containers': [{'name': 'main', 'image': 'drover.local/web:%d' % n}]}
+        step = pd.step(KEY, 2, dep(), pd.revision_of(task), task, records, steady(2), NOW)
+        records = step.records
+    assert len(records) == pd.KEEP_RECORDS
+    assert sorted(r['number'] for r in records.values()) == [4, 5, 6, 7, 8]
+    assert [r['status'] for r in sorted(records.values(), key=lambda r: r['number'])] == \
+        [pd.REPLACED] * 4 + [pd.IN_PROGRESS]
+
+
+def test_merge_takes_the_record_furthest_along():
+    one = {'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None, 'declaration': V2}
+    two = dict(one, status=pd.FAILED)
+    assert pd.merge([one, two])[R2]['status'] == pd.FAILED
+    assert pd.merge([two, one])[R2]['status'] == pd.FAILED
+
+
+def test_revision_leaves_the_registry_password_out():
+    task = dict(V1, registry_auth={'registry': 'r.example', 'username': 'u', 'password': 'one'})
+    assert pd.revision_of(task) == pd.revision_of(dict(task, registry_auth=dict(task['registry_auth'], password='x')))
+    assert 'password' not in pd.stored_declaration(task)['registry_auth']
+    assert task['registry_auth']['password'] == 'one'
+
+
+@pytest.mark.parametrize('desired,expected', [(1, 3), (4, 3), (9, 5), (1000, 200)])
+def test_threshold(desired, expected):
+    assert pd.threshold(desired) == expected
+
+
+@pytest.mark.parametrize('raw,error', [
+    ({'minimum_healthy_percent': 120}, 'service.deployment.minimum_healthy_percent must be a whole number from 0 to '
+                                       '100, got 120'),
+    ({'maximum_percent': 90}, 'service.deployment.maximum_percent must be a whole number of at least 100, got 90'),
+    ({'circuit_breaker': {'enable': 'yes'}}, 'service.deployment.circuit_breaker.enable must be true or false'),
+    ({'max_parallel': 1}, 'service.deployment has unsupported keys: max_parallel'),
+])
+def test_bad_deployment(raw, error):
+    with pytest.raises(SpecError) as err:
+        pd.deployment_spec(raw)
+    assert error in str(err.value)
+
+
+def test_a_deployment_that_could_never_move_is_refused():
+    with pytest.raises(SpecError) as err:
+        pd.check_room(1, dep(50, 150))
+    assert 'with desired_count 1, minimum_healthy_percent 50 keeps 1 healthy and maximum_percent 150 lets 1 run' \
+        in str(err.value)
+    pd.check_room(1, dep(0, 100))
