@@ -106,8 +106,15 @@ def _declaration(task, raw, index, revision):
     keeps its count: an instance that stops is started again where it runs, as ECS's service scheduler replaces
     it). A stored revision has no registry password: the declared service's registry_auth (`raw`) is its own."""
     decl = dict(task)
-    if raw.get('registry_auth') is not None and 'registry_auth' in decl:
-        decl['registry_auth'] = raw['registry_auth']
+    kept = decl.get('registry_auth')
+    if isinstance(kept, dict) and not kept.get('password') and not kept.get('ecr'):
+        # A stored revision: the declared service's password where it names the same registry and user; else none
+        # (its image is on the hosts that ran it; a host that never pulled it cannot, and says so)
+        mine = raw.get('registry_auth') if isinstance(raw.get('registry_auth'), dict) else {}
+        if (mine.get('registry'), mine.get('username')) == (kept.get('registry'), kept.get('username')):
+            decl['registry_auth'] = mine
+        else:
+            del decl['registry_auth']
     decl.update(name=ps.instance_name(raw['name'], index), cluster=raw.get('cluster') or DEFAULT_CLUSTER,
                 restart='always', revision=revision)
     return decl

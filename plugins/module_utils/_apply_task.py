@@ -1187,11 +1187,15 @@ def service_revisions(raw):
         back = rec.get('rollback_of')
         if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
             raise TaskFailure('%s.rollback_of must be a revision number or null, got %r' % (field, back))
+        generation = rec.get('generation') or 0
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+            raise TaskFailure('%s.generation must be a whole number, got %r' % (field, generation))
         if not isinstance(rec.get('declaration'), dict):
             raise TaskFailure('%s.declaration must be a mapping' % field)
         if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:
             raise TaskFailure('%s.declaration.registry_auth.password: a registry password is never stored' % field)
         record = dict((k, rec.get(k)) for k in ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of'))
+        record['generation'] = generation
         # (the options Ansible filled in with null are left out: the declaration as the controller gave it)
         record['declaration'] = dict((k, v) for k, v in rec['declaration'].items() if v is not None)
         if isinstance(record['declaration'].get('registry_auth'), dict):

@@ -162,7 +162,7 @@ def ecs_task_spec():
         # (the declaration's registry password is no_log, as an entry of tasks has it; the module refuses one)
         service_revisions=dict(type='list', elements='dict', options=dict(
             cluster=dict(type='raw'), service=dict(type='raw'), revision=dict(type='raw'), number=dict(type='raw'),
-            status=dict(type='raw'), rollback_of=dict(type='raw'),
+            status=dict(type='raw'), rollback_of=dict(type='raw'), generation=dict(type='raw'),
             declaration=dict(type='dict', options=dict((k, v) for k, v in TASK_ENTRY_OPTIONS.items())))),
         host_check=dict(type='dict', options=host_check_options()),
         gpu_strict=dict(type='bool', default=False),

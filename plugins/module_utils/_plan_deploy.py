@@ -117,13 +117,16 @@ def revision_of(task):
 
 def merge(records):
     """The revision records that several hosts hold of one service, as one {revision: record}: for each revision
-    the record furthest along (failed over completed over in progress over replaced), its number the highest."""
+    the latest (the highest `generation`: every change of a service's records takes the next one), then the one
+    furthest along (failed over completed over in progress over replaced)."""
     rank = {REPLACED: 0, IN_PROGRESS: 1, COMPLETED: 2, FAILED: 3}
+
+    def key(rec):
+        return (rec.get('generation') or 0, rank.get(rec['status'], -1), rec['number'])
     out = {}
     for rec in records:
         have = out.get(rec['revision'])
-        if have is None or (rank.get(rec['status'], -1), rec['number']) > (rank.get(have['status'], -1),
-                                                                           have['number']):
+        if have is None or key(rec) > key(have):
             out[rec['revision']] = dict(rec)
     return out
 
@@ -148,45 +151,57 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
     instances (Seen) on the hosts that are up; `now`: the events' time (ISO). Returns a Step."""
     records = dict((k, dict(v)) for k, v in records.items())
     events = []
-    if declared not in records:
-        number = max([r['number'] for r in records.values()] or [0]) + 1
-        for rec in records.values():
-            if rec['status'] == IN_PROGRESS:
-                rec['status'] = REPLACED            # a deployment under way gives way to the new one
-        records[declared] = {'revision': declared, 'number': number, 'status': IN_PROGRESS, 'rollback_of': None,
-                             'declaration': declaration}
-        events.append(_event('service.deployment.started', service, now, revision=number, desired_count=desired))
-    current = records[declared]
+    generation = [max([r.get('generation') or 0 for r in records.values()] or [0]) + 1]
+
+    def mark(rec, **change):
+        rec.update(change, generation=generation[0])
+
+    current = records.get(declared)
+    superseded = [r for r in records.values() if r['revision'] != declared and r['status'] == IN_PROGRESS
+                  and r.get('rollback_of') is None]
+    # A new revision, or one declared again (a revert) while another deployment is under way or after it gave way:
+    # a deployment of it starts, and one under way gives way to it.
+    if current is None or current['status'] == REPLACED or (current['status'] == COMPLETED and superseded):
+        for rec in superseded:
+            mark(rec, status=REPLACED)
+        if current is None:
+            number = max([r['number'] for r in records.values()] or [0]) + 1
+            current = records[declared] = {'revision': declared, 'number': number, 'rollback_of': None,
+                                           'declaration': declaration}
+        mark(current, status=IN_PROGRESS, rollback_of=None)
+        events.append(_event('service.deployment.started', service, now, revision=current['number'],
+                             desired_count=desired))
     limit = threshold(desired)
     target = declared
     if current['status'] == FAILED:
-        back = _fallback(records, declared) if dep.rollback else None
-        target = back
-    known = set(r for r in records if r != declared or target == declared)
+        target = _fallback(records, declared) if dep.rollback else None
     failures = 0
     if target == declared and current['status'] == IN_PROGRESS and dep.breaker:
-        failures = sum(s.failures for s in seen if s.revision == declared)
+        # (an instance whose image never came has no container, so no revision label: it counts as the target's)
+        failures = sum(s.failures for s in seen if s.revision == declared or s.revision not in records)
         if failures >= limit:
-            current['status'] = FAILED
+            mark(current, status=FAILED)
             events.append(_event('service.deployment.failed', service, now, revision=current['number'],
                                  reason='circuit breaker: %d failed runs of revision %d, threshold %d' % (
                                      failures, current['number'], limit)))
             target = _fallback(records, declared) if dep.rollback else None
             if target is not None:
-                records[target].update(status=IN_PROGRESS, rollback_of=current['number'])
+                mark(records[target], status=IN_PROGRESS, rollback_of=current['number'])
                 events.append(_event('service.deployment.rolled_back', service, now, revision=current['number'],
                                      to_revision=records[target]['number']))
     if target is None:                          # failed without a rollback: every instance stays as it is
-        return Step(None, 0, list(seen), [], _pruned(records, declared, None), events, FAILED, failures, limit)
+        return Step(None, 0, list(seen), [], _pruned(records, declared, None, seen), events, FAILED, failures, limit)
     # An instance of a revision the hosts no longer know is taken for one of the target (its declaration is
     # the target's: it is replaced where it runs).
-    new = [s for s in seen if s.revision == target or s.revision not in known]
+    known = set(r for r in records if r != target)
+    new = [s for s in seen if s.revision not in known]
     old = [s for s in seen if s not in new]
     low, high = bounds(desired, dep)
     healthy_new = len([s for s in new if s.state == HEALTHY])
     old_healthy = sorted((s for s in old if s.state == HEALTHY), key=lambda s: (s.index, s.host))
     stop = [s for s in old if s.state != HEALTHY]
-    running = len([s for s in seen if s.state != STOPPED])
+    # what may run: every instance of the target (a stopped one is kept, and restarts), the others not stopped
+    running = len(new) + len([s for s in old if s.state != STOPPED])
     start = max(0, min(desired - len(new), high - running))
     can_stop = max(0, len(old_healthy) + healthy_new - low)
     stopping = old_healthy[len(old_healthy) - min(can_stop, len(old_healthy)):]
@@ -197,7 +212,7 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
     done = not old and len(new) == desired and healthy_new == desired and \
         all(s.revision == target for s in new)
     if rec['status'] == IN_PROGRESS and done:
-        rec['status'] = COMPLETED
+        mark(rec, status=COMPLETED)
         status = COMPLETED
         events.append(_event('service.deployment.completed', service, now, revision=rec['number'],
                              desired_count=desired, **({'rollback_of': rec['rollback_of']}
@@ -206,12 +221,17 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
         status = IN_PROGRESS if old else COMPLETED
     if target != declared:
         status = 'rolled_back' if rec['status'] == COMPLETED else 'rolling_back'
-    return Step(target, min(len(new), desired) + start, keep_old, stop, _pruned(records, declared, target), events,
-                status, failures, limit)
+    return Step(target, min(len(new), desired) + start, keep_old, stop, _pruned(records, declared, target, seen),
+                events, status, failures, limit)
 
 
-def _pruned(records, declared, target):
-    """The records the hosts keep: the latest KEEP_RECORDS, and the declared and target revisions."""
+def _pruned(records, declared, target, seen):
+    """The records the hosts keep: the latest KEEP_RECORDS; the declared and target revisions, those an instance
+    runs, and the latest that completed (what a rollback returns to)."""
     latest = sorted(records.values(), key=lambda r: -r['number'])[:KEEP_RECORDS]
     keep = set(r['revision'] for r in latest) | set(r for r in (declared, target) if r)
+    keep |= set(s.revision for s in seen)
+    done = [r for r in records.values() if r['status'] == COMPLETED]
+    if done:
+        keep.add(max(done, key=lambda r: r['number'])['revision'])
     return dict((k, v) for k, v in records.items() if k in keep)

@@ -135,6 +135,7 @@ MIGRATIONS = (
         number      INTEGER NOT NULL,
         status      TEXT NOT NULL,
         rollback_of INTEGER,
+        generation  INTEGER NOT NULL DEFAULT 0,
         declaration TEXT NOT NULL,
         updated_at  REAL NOT NULL,
         PRIMARY KEY (cluster, service, revision)
@@ -330,7 +331,8 @@ class Store:
 
     # --- service revisions -----------------------------------------------------------------------
 
-    REVISION_COLUMNS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'declaration')
+    REVISION_COLUMNS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation',
+                        'declaration')
 
     def service_revisions(self):
         """Every recorded service revision, as dicts, `declaration` decoded ([] in a store older than them)."""
@@ -349,7 +351,8 @@ class Store:
         self._writable()
 
         def row(r):
-            return tuple(r.get(k) for k in self.REVISION_COLUMNS[3:6]) + (json.dumps(r['declaration'], sort_keys=True),)
+            return (r.get('number'), r.get('status'), r.get('rollback_of'), r.get('generation') or 0,
+                    json.dumps(r['declaration'], sort_keys=True))
 
         wanted = dict(((r['cluster'], r['service'], r['revision']), row(r)) for r in records)
         services = set(k[:2] for k in wanted)
@@ -364,7 +367,7 @@ class Store:
             for key, values in sorted(wanted.items()):
                 if have.get(key) != values:
                     self.db.execute('INSERT OR REPLACE INTO service_revisions (%s, updated_at) VALUES (%s)'
-                                    % (', '.join(self.REVISION_COLUMNS), ', '.join(['?'] * 8)),
+                                    % (', '.join(self.REVISION_COLUMNS), ', '.join(['?'] * 9)),
                                     key + values + (now,))
             self.db.execute('COMMIT')
         except Exception:

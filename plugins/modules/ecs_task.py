@@ -696,7 +696,8 @@ options:
     description:
       - The revision records of services to keep in the host store, as M(drover.fleet.service_placement) hands them
         to the host (its RV(drover.fleet.service_placement#module:revisions)) - each C(cluster), C(service),
-        C(revision), C(number), C(status) (C(in_progress), C(completed), C(failed), C(replaced)), C(rollback_of) and
+        C(revision), C(number), C(status) (C(in_progress), C(completed), C(failed), C(replaced)), C(rollback_of),
+        C(generation) and
         C(declaration) (a task without its registry password; one with a password is refused).
       - Each service named then holds these records and no other; written after the pass, not in check mode.
         The records are the controller's bookkeeping - writing them is not a change of what the host runs
@@ -721,6 +722,11 @@ options:
         type: raw
       rollback_of:
         description: The number of the failed revision it is rolling back (or rolled back), else null.
+        type: raw
+      generation:
+        description:
+          - Which change of the service's records this record is of (every change takes the next number); where
+            hosts hold a revision differently, the highest wins.
         type: raw
       declaration:
         description: The revision's task - the keys of an entry of O(tasks) that a service declares.

@@ -120,17 +120,52 @@ def test_a_new_revision_during_a_deployment_replaces_it_and_the_records_are_prun
         task = {'containers': [{'name': 'main', 'image': 'drover.local/web:%d' % n}]}
         step = pd.step(KEY, 2, dep(), pd.revision_of(task), task, records, steady(2), NOW)
         records = step.records
-    assert len(records) == pd.KEEP_RECORDS
-    assert sorted(r['number'] for r in records.values()) == [4, 5, 6, 7, 8]
+    # the latest five, and revision 1: its instances run (and it is the latest that completed)
+    assert sorted(r['number'] for r in records.values()) == [1, 4, 5, 6, 7, 8]
     assert [r['status'] for r in sorted(records.values(), key=lambda r: r['number'])] == \
-        [pd.REPLACED] * 4 + [pd.IN_PROGRESS]
+        [pd.COMPLETED] + [pd.REPLACED] * 4 + [pd.IN_PROGRESS]
 
 
-def test_merge_takes_the_record_furthest_along():
-    one = {'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None, 'declaration': V2}
+def test_merge_takes_the_latest_record_then_the_one_furthest_along():
+    one = {'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None, 'declaration': V2,
+           'generation': 3}
     two = dict(one, status=pd.FAILED)
     assert pd.merge([one, two])[R2]['status'] == pd.FAILED
     assert pd.merge([two, one])[R2]['status'] == pd.FAILED
+    # a host that was down while a rollback began still holds the target as completed: the later record wins
+    stale = dict(one, status=pd.COMPLETED, generation=1)
+    assert pd.merge([stale, one])[R2]['status'] == pd.IN_PROGRESS
+
+
+def test_a_revision_declared_again_is_deployed_again_with_its_breaker():
+    records = completed()
+    step = pd.step(KEY, 4, dep(), R2, V2, records, steady(), NOW)                    # 1 -> 2 begins
+    step = pd.step(KEY, 4, dep(), R1, V1, step.records, steady(2) + [
+        pd.Seen(i, 'h2', R2, pd.PENDING, 0) for i in range(4, 6)], NOW)            # back to 1 at once
+    assert step.records[R2]['status'] == pd.REPLACED and step.records[R1]['status'] == pd.IN_PROGRESS
+    assert [e['event'] for e in step.events] == ['service.deployment.started'] and step.target == R1
+    assert sorted(s.index for s in step.stop) == [4, 5]                             # revision 2's, not healthy
+    # 1 -> 2 -> 3, then 2 again: 2 is deployed again, 3 gives way
+    records = pd.step(KEY, 4, dep(), R2, V2, completed(), steady(), NOW).records
+    v3 = {'containers': [{'name': 'main', 'image': 'drover.local/web:3'}]}
+    records = pd.step(KEY, 4, dep(), pd.revision_of(v3), v3, records, steady(), NOW).records
+    step = pd.step(KEY, 4, dep(), R2, V2, records, steady(), NOW)
+    assert step.records[R2]['status'] == pd.IN_PROGRESS and step.status == pd.IN_PROGRESS
+    assert step.records[pd.revision_of(v3)]['status'] == pd.REPLACED
+    failing = steady(2) + [pd.Seen(i, 'h2', R2, pd.UNHEALTHY, 2) for i in range(4, 6)]
+    assert pd.step(KEY, 4, dep(), R2, V2, step.records, failing, NOW).records[R2]['status'] == pd.FAILED
+
+
+def test_instances_without_a_revision_count_for_the_breaker_and_stopped_new_ones_for_the_maximum():
+    records = dict(completed(), **{R2: {'revision': R2, 'number': 2, 'status': pd.IN_PROGRESS, 'rollback_of': None,
+                                        'declaration': V2}})
+    # an image that never came: no container, no revision label, its streak counts
+    seen = steady(2) + [pd.Seen(i, 'h2', None, pd.STOPPED, 2) for i in range(4, 6)]
+    assert pd.step(KEY, 4, dep(), R2, V2, records, seen, NOW).records[R2]['status'] == pd.FAILED
+    # desired 4 at 75 % / 125 %: 3 old running and 2 new stopped (held, they come back) leave no room to start
+    seen = steady(3) + [pd.Seen(i, 'h2', R2, pd.STOPPED, 0) for i in range(4, 6)]
+    step = pd.step(KEY, 4, dep(75, 125, enable=False), R2, V2, records, seen, NOW)
+    assert step.count == 2
 
 
 def test_revision_leaves_the_registry_password_out():

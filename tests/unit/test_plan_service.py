@@ -277,3 +277,16 @@ def test_runner_pools_count_against_a_host_s_capacity():
     assert 'host h2: pool ci: its slots, cpus or memory cannot be read' in ' '.join(out['warnings'])
     hosts[3]['pools'][0]['memory'] = 128
     assert place(hosts)['unplaced']['web']['reasons']['h4'] == 'not enough memory'
+
+
+def test_an_old_revision_gets_the_declared_password_only_for_its_own_registry_and_user():
+    from ansible_collections.drover.fleet.plugins.action.service_placement import _declaration
+    stored = {'containers': WEB['containers'], 'registry_auth': {'registry': 'r.test', 'username': 'u'}}
+    same = dict(WEB, registry_auth={'registry': 'r.test', 'username': 'u', 'password': 'p'})
+    assert _declaration(stored, same, 1, 'r1')['registry_auth'] == same['registry_auth']
+    other = dict(WEB, registry_auth={'registry': 'other.test', 'username': 'u', 'password': 'p'})
+    assert 'registry_auth' not in _declaration(stored, other, 1, 'r1')
+    assert 'registry_auth' not in _declaration(stored, dict(WEB, registry_auth=None), 1, 'r1')
+    ecr = {'containers': WEB['containers'], 'registry_auth': {'registry': '1.dkr.ecr.us-east-1.amazonaws.com',
+                                                              'ecr': True}}
+    assert _declaration(ecr, other, 1, 'r1')['registry_auth'] == ecr['registry_auth']
