@@ -56,15 +56,15 @@ def write(path, engines, work, tasks_of=None, services=None):
 
 
 def placed(engine):
-    """The service's instances this engine runs, as the placement declares them."""
+    """The service's instances this engine runs, as the placement declares them (each with its revision)."""
     client = engine.client()
     try:
-        names = sorted(b.labels.get('drover.task') for b in client.containers.list(
+        found = sorted((b.labels.get('drover.task'), b.labels.get('drover.revision')) for b in client.containers.list(
             filters={'label': 'drover.cluster=%s' % fleet_bench.CLUSTER}))
     finally:
         client.close()
     return [{'name': n, 'cluster': fleet_bench.CLUSTER, 'restart': 'always', 'network_mode': 'none',
-             'containers': CONTAINERS} for n in names]
+             'containers': CONTAINERS, 'revision': r} for n, r in found]
 
 
 def main():
