@@ -199,8 +199,8 @@ class PoolPass:
     # --- GPUs ------------------------------------------------------------------------------------
 
     def gpu_task(self):
-        """The ledger's name for the pool's runners ('@' is in no cluster or task name: never a task's)."""
-        return 'pool@%s' % self.spec.pool
+        """The ledger's name for the pool's runners (never a task's)."""
+        return gpu_plan.runners_task(self.spec.pool)
 
     def _gpu_key(self, idx):
         return '%s/slot%d' % (self.gpu_task(), idx + 1)

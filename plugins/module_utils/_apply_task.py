@@ -24,6 +24,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as aw
 from ansible_collections.drover.fleet.plugins.module_utils import _cgroup as cgroup_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
 from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_gpu as gpu_plan
 from ansible_collections.drover.fleet.plugins.module_utils import _files as files_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
@@ -1248,7 +1249,7 @@ def _capacity(params, engine, store):
     capacity = engine.capacity()
     if params.get('gpus'):
         ledger = pass_ledger(params, True, engine, store)
-        runners = set(uuid_ for uuid_, (dummy, task) in ledger.pins.items() if '@' in task)
+        runners = set(uuid_ for uuid_, (dummy, task) in ledger.pins.items() if gpu_plan.is_runners(task))
         capacity['gpus'] = len([d for d in ledger.devices if d not in runners])
     return capacity
 

@@ -19,6 +19,19 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+RUNNER_MARK = '@'                   # in no cluster or task name: the ledger's name of a runner pool's runners
+
+
+def runners_task(pool):
+    """The ledger's task name for the runners of a runner pool (never a task's)."""
+    return 'pool%s%s' % (RUNNER_MARK, pool)
+
+
+def is_runners(task):
+    """Whether a pin's task is a runner pool's (runners_task), not a task's."""
+    return RUNNER_MARK in task
+
+
 class PinError(ValueError):
     """A key or task that cannot name a container: a caller's mistake, not a short ledger."""
 

@@ -34,11 +34,11 @@ def write(tmp_path, fleet, cluster, version, check='true'):
     return str(path)
 
 
-def deploy(tmp_path, path, events, ok=True):
+def deploy(tmp_path, path, events, ok=True, more=()):
     env = ansible_env(tmp_path, {'ANSIBLE_CALLBACKS_ENABLED': 'drover.fleet.events',
                                  'DROVER_EVENTS_LOG_PATH': str(events)})
     done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', '3', 'drover.fleet.deploy',
-                           '-e', 'drover_deploy_interval=3', '-e', 'drover_deploy_max_passes=30'],
+                           '-e', 'drover_deploy_interval=3', '-e', 'drover_deploy_max_passes=30'] + list(more),
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900, check=False)
     out = done.stdout + done.stderr
     look(out, 'ansible-playbook output')
@@ -122,6 +122,13 @@ def test_a_rolling_deployment_and_a_rollback(engine, three, cluster, tmp_path):
     # a second run changes nothing
     out = deploy(tmp_path, write(tmp_path, three, cluster, '2'), events)
     assert versions_running(three, cluster) == now
+    # check mode: one pass, that tells what it would do, and changes nothing
+    out = deploy(tmp_path, write(tmp_path, three, cluster, '3', check='false'), events, more=('--check',))
+    assert out.count('TASK [Place the services (pass') == 1 and 'deploying' in out, out[-3000:]
+    assert versions_running(three, cluster) == now
+    logged = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [e['event'] for e in logged if e.get('check_mode') and e['event'].startswith('service.')] == [
+        'service.deployment.started']
 
     # revision 3 never turns healthy: the breaker trips and revision 2 comes back
     out = deploy(tmp_path, write(tmp_path, three, cluster, '3', check='false'), events, ok=False)
@@ -130,7 +137,7 @@ def test_a_rolling_deployment_and_a_rollback(engine, three, cluster, tmp_path):
     back = versions_running(three, cluster)
     assert [v for dummy, v, dummy in back] == ['2'] * DESIRED, back        # no instance of the bad revision left
     logged = [json.loads(line) for line in events.read_text().splitlines()]
-    last = [e for e in logged if e['event'].startswith('service.')][4:]
+    last = [e for e in logged if e['event'].startswith('service.') and not e.get('check_mode')][4:]
     assert [e['event'] for e in last] == ['service.deployment.started', 'service.deployment.failed',
                                           'service.deployment.rolled_back', 'service.deployment.completed'], last
     assert last[1]['revision'] == 3 and 'circuit breaker' in last[1]['reason']

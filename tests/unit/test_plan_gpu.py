@@ -193,3 +193,8 @@ def test_could_have_is_the_free_gpus_and_the_keys_own():
     assert g.could_have(pins, DEVICES, 'c/main') == 2
     # The count pin's own message gives, for the same ledger.
     assert g.pin(pins, DEVICES, 'a/main', 'a', 4)[2] == g.short_message(4, 3)
+
+
+def test_a_runner_pool_s_pins_are_told_from_a_task_s():
+    assert g.runners_task('ci') == 'pool@ci' and g.is_runners(g.runners_task('ci'))
+    assert not g.is_runners('prod/web') and not g.is_runners('web')
