@@ -289,9 +289,49 @@ def place(raw_hosts, complete=True, now=None):
                       'the instances it runs')
     report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())] + warnings
     deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, 'rolling_back'))
+    second = {}
+    for raw in raw_hosts:
+        if raw['name'] in placement:
+            theirs = dict((s['name'], s) for s in raw.get('services') or () if isinstance(s, dict) and s.get('name'))
+            second[raw['name']] = _second_pass(raw, placement[raw['name']], theirs, revisions.get(raw['name'], []),
+                                               complete)
     return {'placement': placement, 'clusters': dict((h, clusters) for h in placement), 'services': views,
+            'second_pass': second,
             'revisions': dict((h, revisions.get(h, [])) for h in placement), 'deploying': deploying,
             'events': events, 'unplaced': unplaced, 'down': down, 'warnings': warnings, 'report': report}
+
+
+RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
+
+
+def _records_of(records, services):
+    """Revision records as comparable text, those of `services` ({(cluster, name)}) alone."""
+    return sorted(json.dumps(dict(dict((k, r.get(k)) for k in RECORD_KEYS), generation=r.get('generation') or 0),
+                             sort_keys=True)
+                  for r in records if isinstance(r, dict) and (r.get('cluster'), r.get('service')) in services)
+
+
+def _second_pass(raw, share, theirs, records, complete):
+    """Whether a host's tasks pass must run again with its share: the first pass (drover.fleet.converge's, which
+    left the services' instances as they were) found something its share changes - an instance to start, to stop,
+    of another revision, not running or unhealthy, or revision records to write."""
+    found = dict(((t.get('cluster') or DEFAULT_CLUSTER, t.get('name')), t) for t in raw.get('tasks') or ())
+    placed = set()
+    for decl in share:
+        key = (decl.get('cluster') or DEFAULT_CLUSTER, decl['name'])
+        placed.add(key)
+        task = found.get(key)
+        if task is None or task.get('revision') != decl.get('revision') or task.get('last_status') != 'RUNNING' \
+                or task.get('health_status') == 'UNHEALTHY':
+            return True
+    for key, task in found.items():
+        if key not in placed and any(_index(svc, key[1], key[0], DEFAULT_CLUSTER) is not None
+                                     for svc in theirs.values()):
+            return True
+    if not complete:
+        return False
+    mine = set((svc.get('cluster') or DEFAULT_CLUSTER, name) for name, svc in theirs.items())
+    return _records_of(raw.get('revisions') or (), mine) != _records_of(records, mine)
 
 
 def _line(view):

@@ -1075,7 +1075,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             listed = set(k for k in grouped if k[0] == purge_cluster)
             listed |= set(k for k in _group(holders) if k[0] == purge_cluster)
             listed |= set(k for k in stored if k[0] == purge_cluster)
-            keys += sorted(k for k in listed if k not in declared)
+            keys += sorted(k for k in listed if k not in declared and not _spared(k, params.get('purge_keep')))
         _with_exit_codes(engine, grouped, keys)
         _name_clashes(tasks, observed)
         _cred_id_clashes(tasks, observed, store.credentials())
@@ -1143,6 +1143,12 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
                                                                params.get('cluster'), result['tasks'],
                                                                time.monotonic() - began, clock()))
         result['warnings'] = work.warnings
+        if params.get('look') is not None:
+            # what the services' placement reads of the host, after the pass (drover.fleet.converge's first pass)
+            try:
+                result['look'] = look(params, engine, store, gpus=params['look'].get('gpus'))
+            except GpuFailure as exc:               # (no look: the play looks again, and tells why)
+                work.warnings.append('the look for the services: %s' % exc.msg)
         # The runner pools the host holds, for drover.fleet.runner_pools: no drain pass where none is declared
         # and none is held.
         result['ansible_facts'] = {'drover_host_pools': held_pools(store, managed, params['store_path'])}
@@ -1218,22 +1224,8 @@ def info(params):
         engine.close()
         raise TaskFailure(str(exc))
     try:
-        stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
-        grouped = _group(engine.list_role(ROLE))
-        keys = sorted(k for k in set(stored) | set(grouped)
-                      if params.get('cluster') in (None, k[0]) and params.get('name') in (None, k[1]))
-        _with_exit_codes(engine, grouped, keys)
-        out = []
-        for key in keys:
-            checked = plan_mod.checked_by_labels(grouped.get(key, []))
-            view = task_view(_observed_record(key, grouped.get(key, []), stored.get(key)), checked)
-            # what a service's deployment reads: the instance's revision, and whether its health is checked
-            view['revision'] = next((o['labels'].get(REVISION_LABEL) for o in grouped.get(key, [])
-                                     if o['labels'].get(REVISION_LABEL)), None)
-            view['health_checked'] = bool(checked)
-            out.append(view)
-        return {'changed': False, 'tasks': out, 'capacity': _capacity(params, engine, store),
-                'service_revisions': store.service_revisions()}
+        return dict(look(params, engine, store, params.get('cluster'), params.get('name'), params.get('gpus')),
+                    changed=False)
     except GpuFailure as exc:
         raise TaskFailure(exc.msg)
     except EngineError as exc:
@@ -1243,11 +1235,43 @@ def info(params):
         engine.close()
 
 
-def _capacity(params, engine, store):
+def look(params, engine, store, cluster=None, name=None, gpus=False):
+    """What the services' placement reads of a host (ecs_task_info's answer, and ecs_task's with `look`): every
+    task the store or the engine knows (of `cluster`, `name` where given) with its revision and whether its health
+    is checked, the host's capacity and the services' revision records."""
+    stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
+    grouped = _group(engine.list_role(ROLE))
+    keys = sorted(k for k in set(stored) | set(grouped) if cluster in (None, k[0]) and name in (None, k[1]))
+    _with_exit_codes(engine, grouped, keys)
+    out = []
+    for key in keys:
+        checked = plan_mod.checked_by_labels(grouped.get(key, []))
+        view = task_view(_observed_record(key, grouped.get(key, []), stored.get(key)), checked)
+        # what a service's deployment reads: the instance's revision, and whether its health is checked
+        view['revision'] = next((o['labels'].get(REVISION_LABEL) for o in grouped.get(key, [])
+                                 if o['labels'].get(REVISION_LABEL)), None)
+        view['health_checked'] = bool(checked)
+        out.append(view)
+    return {'tasks': out, 'capacity': _capacity(params, engine, store, gpus),
+            'service_revisions': store.service_revisions()}
+
+
+def _spared(key, keep):
+    """Whether purge leaves task `key` (cluster, name) alone: an instance (`<service>-<index>`) of a service that
+    purge_keep names in that cluster."""
+    for entry in keep or ():
+        service = entry.get('service') or ''
+        if key[0] == (entry.get('cluster') or 'default') and key[1].startswith(service + '-') and \
+                key[1][len(service) + 1:].isdigit():
+            return True
+    return False
+
+
+def _capacity(params, engine, store, gpus=False):
     """What the host has for services: the engine's CPUs and memory; with `gpus`, its GPUs (as gpu_discovery
     finds them) less those the ledger pins to runners (a task's own count where its declaration says)."""
     capacity = engine.capacity()
-    if params.get('gpus'):
+    if gpus:
         ledger = pass_ledger(params, True, engine, store)
         runners = set(uuid_ for uuid_, (dummy, task) in ledger.pins.items() if gpu_plan.is_runners(task))
         capacity['gpus'] = len([d for d in ledger.devices if d not in runners])

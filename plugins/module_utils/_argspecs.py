@@ -159,6 +159,9 @@ def ecs_task_spec():
         pid_mode=dict(type='str', choices=['host', 'task']),
         tasks=dict(type='list', elements='dict', options=TASK_ENTRY_OPTIONS),
         purge=dict(type='bool', default=False),
+        purge_keep=dict(type='list', elements='dict', options=dict(cluster=dict(type='str'),
+                                                                   service=dict(type='str', required=True))),
+        look=dict(type='dict', options=dict(gpus=dict(type='bool', default=False))),
         # (the declaration's registry password is no_log, as an entry of tasks has it; the module refuses one)
         service_revisions=dict(type='list', elements='dict', options=dict(
             cluster=dict(type='raw'), service=dict(type='raw'), revision=dict(type='raw'), number=dict(type='raw'),

@@ -100,11 +100,12 @@ def threshold(desired):
 
 
 def stored_declaration(task):
-    """What the hosts keep of a revision's task: the declaration without its registry password."""
-    out = json.loads(json.dumps(task))
+    """What the hosts keep of a revision's task: the declaration without its registry password (and without the
+    keys left null, as the host's store keeps it)."""
+    out = dict((k, v) for k, v in json.loads(json.dumps(task)).items() if v is not None)
     auth = out.get('registry_auth')
     if isinstance(auth, dict):
-        auth.pop('password', None)
+        out['registry_auth'] = dict((k, v) for k, v in auth.items() if v is not None and k != 'password')
     return out
 
 

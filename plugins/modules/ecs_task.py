@@ -692,6 +692,32 @@ options:
       - With O(tasks), stop and remove every task of O(cluster) on the host that O(tasks) does not declare.
     type: bool
     default: false
+  purge_keep:
+    description:
+      - With O(purge), the services whose instances purge leaves alone - each C(service) and its C(cluster) (by default
+        C(default)) - the tasks C(<service>-<index>) of that cluster. C(drover.fleet.converge)'s first pass uses it -
+        the services' instances are placed after it, and only a host whose share changes gets a second pass.
+    type: list
+    elements: dict
+    suboptions:
+      cluster:
+        description: The service's cluster.
+        type: str
+      service:
+        description: The service's name.
+        type: str
+        required: true
+  look:
+    description:
+      - After the pass, look at the whole host as M(drover.fleet.ecs_task_info) does (every task of every cluster
+        with its C(revision) and C(health_checked), C(capacity), C(service_revisions)) and return it as RV(look),
+        in the same module run. C(drover.fleet.converge) places the services from it.
+    type: dict
+    suboptions:
+      gpus:
+        description: Count the host's GPUs into the capacity, as M(drover.fleet.ecs_task_info)'s O(drover.fleet.ecs_task_info#module:gpus).
+        type: bool
+        default: false
   service_revisions:
     description:
       - The revision records of services to keep in the host store, as M(drover.fleet.service_placement) hands them
@@ -1057,6 +1083,12 @@ tasks:
   returned: when O(tasks) is given
   type: list
   elements: dict
+look:
+  description:
+    - What O(look) found after the pass - C(tasks), C(capacity) and C(service_revisions), as
+      M(drover.fleet.ecs_task_info) returns them. Absent when the GPUs could not be counted (a warning says why).
+  returned: with O(look)
+  type: dict
 service_revisions_written:
   description: Whether the pass changed a record of O(service_revisions) in the host store.
   returned: when O(service_revisions) is given, outside check mode

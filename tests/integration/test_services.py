@@ -171,6 +171,20 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
         client.close()
     run(tmp_path, path, 'drover.fleet.reconcile')
     assert running(fleet, cluster) == back
+    # ... and by drover.fleet.converge, whose first tasks pass leaves the instances as they are: only that host
+    # gets a second pass. (Another instance, one that never stopped: a second stop within 600 s of running would
+    # be held back by the restart backoff - the one just killed, or one of the host whose engine stopped.)
+    first = host
+    host, name = next((h, n) for h, names in sorted(back.items()) if h not in (first, gone)
+                      for n in names if n.startswith('web-'))
+    client = fleet[int(host[3:]) - 1].client()
+    try:
+        client.containers.get('%s-main' % name).kill()
+    finally:
+        client.close()
+    recap, out = run(tmp_path, path, 'drover.fleet.converge')
+    assert running(fleet, cluster) == back, out[-8000:]
+    assert [h for h in hosts if recap[h][1]] == [host], recap
 
 
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'

@@ -290,3 +290,30 @@ def test_an_old_revision_gets_the_declared_password_only_for_its_own_registry_an
     ecr = {'containers': WEB['containers'], 'registry_auth': {'registry': '1.dkr.ecr.us-east-1.amazonaws.com',
                                                               'ecr': True}}
     assert _declaration(ecr, other, 1, 'r1')['registry_auth'] == ecr['registry_auth']
+
+
+def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
+    """drover.fleet.converge's first tasks pass leaves the instances as they are; the placement tells which hosts
+    need a second one."""
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    web = dict(WEB, desired_count=1, placement_constraints=[])
+    hosts = [{'name': 'h1', 'up': True, 'capacity': {'cpu': 1024, 'memory': 256}, 'services': [web], 'tasks': []},
+             {'name': 'h2', 'up': True, 'capacity': {'cpu': 1024, 'memory': 256}, 'services': [web], 'tasks': []}]
+    first = place(hosts)
+    assert first['second_pass'] == {'h1': True, 'h2': True}          # web-0 to start on h1, records to write
+    revision = first['placement']['h1'][0]['revision']
+    running = {'name': 'web-0', 'cluster': 'prod', 'last_status': 'RUNNING', 'revision': revision,
+               'health_status': 'UNKNOWN', 'health_checked': False}
+    for raw in hosts:
+        raw['revisions'] = first['revisions'][raw['name']]
+    hosts[0]['tasks'] = [running]
+    second = place(hosts)                                             # the deployment completes: records change
+    assert second['second_pass'] == {'h1': True, 'h2': True}
+    for raw in hosts:
+        raw['revisions'] = second['revisions'][raw['name']]
+    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}  # steady: one pass a host
+    hosts[0]['tasks'] = [dict(running, last_status='STOPPED')]        # a dead instance restarts where it ran
+    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    hosts[0]['tasks'] = [running]
+    hosts[1]['tasks'] = [dict(running, name='web-3')]                 # one too many: it stops
+    assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
