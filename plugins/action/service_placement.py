@@ -134,10 +134,17 @@ def _state(task):
     return state, failed
 
 
-def _history(raw_hosts, key):
-    """The revision records the hosts keep of service `key` (cluster, name), merged."""
-    return pd.merge(r for raw in raw_hosts for r in raw.get('revisions') or ()
-                    if isinstance(r, dict) and (r.get('cluster'), r.get('service')) == key)
+class _Histories(dict):
+    """The revision records the hosts keep of each service (cluster, name), merged, on first use."""
+
+    def __init__(self, raw_hosts):
+        dict.__init__(self)
+        self.raw_hosts = raw_hosts
+
+    def __missing__(self, key):
+        self[key] = pd.merge(r for raw in self.raw_hosts for r in raw.get('revisions') or ()
+                             if isinstance(r, dict) and (r.get('cluster'), r.get('service')) == key)
+        return self[key]
 
 
 def _as_kept(raw, history, index, revision):
@@ -147,7 +154,7 @@ def _as_kept(raw, history, index, revision):
     return _declaration(_task(raw), raw, index, pd.revision_of(_task(raw)))
 
 
-def _deploy(specs, by_raw, raw_hosts, found, host_specs, now):
+def _deploy(specs, by_raw, histories, found, now):
     """Each service's deployment pass: the specs and instances to place (only the target revision's), the indexes
     and capacity that other revisions keep, and each service's step."""
     steps, placed_specs, placed_found, reserved, extra = {}, [], [], {}, {}
@@ -157,7 +164,7 @@ def _deploy(specs, by_raw, raw_hosts, found, host_specs, now):
         task = _task(raw)
         seen = [s for s in found if s[0] == svc.name]
         step = pd.step(key, svc.desired, svc.deployment, pd.revision_of(task), pd.stored_declaration(task),
-                       _history(raw_hosts, key), [s[1] for s in seen], now)
+                       histories[key], [s[1] for s in seen], now)
         steps[svc.name] = step
         others = list(step.keep_old) + list(step.stop)
         reserved[svc.name] = set(s.index for s in others)
@@ -175,7 +182,7 @@ def _deploy(specs, by_raw, raw_hosts, found, host_specs, now):
 
 
 def _target_task(raw, step):
-    if step.target == pd.revision_of(_task(raw)):
+    if step.target == step.declared:
         return _task(raw)
     return step.records[step.target]['declaration']
 
@@ -184,7 +191,7 @@ def _view(svc, raw, step, decided, seen):
     def mark(insts, name=svc.name):
         return sorted('%s@%s' % (ps.instance_name(i.service, i.index), i.host) for i in insts if i.service == name)
     target = step.records.get(step.target) if step.target else None
-    declared = step.records.get(pd.revision_of(_task(raw)))
+    declared = step.records.get(step.declared)
     mine = [s for s in seen if target is not None and s.revision == step.target]
     return {'name': svc.name, 'cluster': raw.get('cluster') or DEFAULT_CLUSTER, 'desired_count': svc.desired,
             'placed': len(mark(list(decided.keep) + list(decided.start))), 'older': len(step.keep_old),
@@ -241,6 +248,7 @@ def place(raw_hosts, complete=True, now=None):
         refused[name] = by_raw[name]
     specs = [s for s in specs if s.name not in clash]
     found, kept = [], dict((h, []) for h in up if up[h])
+    histories = _Histories(raw_hosts)
     for raw in raw_hosts:
         if not up[raw['name']]:
             continue
@@ -257,13 +265,12 @@ def place(raw_hosts, complete=True, now=None):
                     found.append((name, pd.Seen(index, raw['name'], task.get('revision'), state, failed)))
                 else:                                   # not placed this pass: it stays where it runs
                     key = (svc.get('cluster') or DEFAULT_CLUSTER, name)
-                    kept[raw['name']].append(_as_kept(svc, _history(raw_hosts, key), index, task.get('revision')))
+                    kept[raw['name']].append(_as_kept(svc, histories[key], index, task.get('revision')))
     placement = dict((h, list(v)) for h, v in kept.items())
     views, unplaced, events, revisions = [], {}, [], {}
     if complete:
         used = dict((raw['name'], _used(raw, warnings)) for raw in raw_hosts)
-        steps, placed_specs, placed_found, reserved, extra = _deploy(specs, by_raw, raw_hosts, found, host_specs,
-                                                                     now)
+        steps, placed_specs, placed_found, reserved, extra = _deploy(specs, by_raw, histories, found, now)
         for host, amounts in extra.items():
             used[host] = tuple(a + b for a, b in zip(used.get(host, (0, 0, 0)), amounts))
         decided = ps.plan(placed_specs, host_specs, placed_found, used, reserved)
@@ -283,7 +290,7 @@ def place(raw_hosts, complete=True, now=None):
         decls.sort(key=lambda d: d['name'])
     clusters = sorted(set(raw.get('cluster') or DEFAULT_CLUSTER for raw in list(by_raw.values())
                           + [d for decls in mixed.values() for d in decls.values()]))
-    report = [_line(v) for v in views]
+    report = [pd.service_line(v, detail=True) for v in views]
     if not complete:
         report.append('this run does not reach every host that declares services: nothing placed, each host keeps '
                       'the instances it runs')
@@ -301,12 +308,9 @@ def place(raw_hosts, complete=True, now=None):
             'events': events, 'unplaced': unplaced, 'down': down, 'warnings': warnings, 'report': report}
 
 
-RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
-
-
 def _records_of(records, services):
     """Revision records as comparable text, those of `services` ({(cluster, name)}) alone."""
-    return sorted(json.dumps(dict(dict((k, r.get(k)) for k in RECORD_KEYS), generation=r.get('generation') or 0),
+    return sorted(json.dumps(dict(dict((k, r.get(k)) for k in pd.RECORD_KEYS), generation=r.get('generation') or 0),
                              sort_keys=True)
                   for r in records if isinstance(r, dict) and (r.get('cluster'), r.get('service')) in services)
 
@@ -332,24 +336,6 @@ def _second_pass(raw, share, theirs, records, complete):
         return False
     mine = set((svc.get('cluster') or DEFAULT_CLUSTER, name) for name, svc in theirs.items())
     return _records_of(raw.get('revisions') or (), mine) != _records_of(records, mine)
-
-
-def _line(view):
-    """A service's report line: `web: 9/9 healthy, revision 7`, and where its deployment stands."""
-    text = '%s: %d/%d healthy, revision %s' % (view['name'], view['healthy'], view['desired_count'],
-                                               view['revision'] if view['revision'] is not None else '-')
-    if view['deployment'] == pd.IN_PROGRESS:
-        text += ', deploying (%d running)' % view['running']
-    elif view['deployment'] in ('rolling_back', 'rolled_back'):
-        text += ', %s: revision %s failed' % (view['deployment'].replace('_', ' '), view['declared_revision'])
-    elif view['deployment'] == pd.FAILED:
-        text += ', deployment failed (circuit breaker: %d/%d)' % (view['failures'], view['failure_threshold'])
-    text += ', %d/%d placed' % (view['placed'], view['desired_count'])
-    if view['older']:
-        text += ' (and %d of an older revision)' % view['older']
-    if view['unplaced']:
-        text += ', %d unplaced' % view['unplaced']['count']
-    return text
 
 
 def _clashes(raw_hosts, by_raw):

@@ -179,6 +179,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.drover.fleet.plugins.module_utils import _files
+from ansible_collections.drover.fleet.plugins.module_utils._plan_deploy import service_line
 
 try:
     import fcntl
@@ -296,20 +297,6 @@ def service_views(data):
     """The services' views of a drover.fleet.service_placement report (each service's deployment)."""
     return [v for v in _views(data, 'service', 'services') if isinstance(v.get('name'), str)
             and isinstance(v.get('desired_count'), int) and isinstance(v.get('healthy'), int)]
-
-
-def service_line(view):
-    """Pure: the recap's line of a service: `service web: 9/9 healthy, revision 7`, and its deployment."""
-    revision = view.get('revision') if view.get('revision') is not None else '-'
-    text = 'service %s: %d/%d healthy, revision %s' % (view['name'], view['healthy'], view['desired_count'], revision)
-    state = view.get('deployment')
-    if state == 'in_progress':
-        text += ', deploying'
-    elif state in ('rolling_back', 'rolled_back'):
-        text += ', %s: revision %s failed' % (state.replace('_', ' '), view.get('declared_revision'))
-    elif state == 'failed':
-        text += ', deployment failed (revision %s)' % view.get('declared_revision')
-    return text
 
 
 def task_summary(view):
@@ -871,7 +858,7 @@ class CallbackModule(CallbackBase):
                         pool_name, pool['owner'] or '?', pool['until'],
                         ', cause %s' % pool['cause'] if pool['cause'] else ''))
         for key in sorted(self.services):
-            lines.append(service_line(self.services[key]))
+            lines.append('service ' + service_line(self.services[key]))
         for repo in sorted(self.fleet_new):
             entry = self.fleet_new[repo]
             lines.append('fleet hold: %s on %d hosts (%s) until %s' % (

@@ -29,6 +29,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _files as file
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, Ledger, delivery, pass_ledger
+from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as deploy_plan
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
@@ -36,6 +37,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
@@ -1057,7 +1059,10 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
     if any(t.network is not None for t in tasks) and not net.HAS_PYROUTE2:
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
-    revisions = service_revisions(params.get('service_revisions'))
+    try:
+        revisions = deploy_plan.records_option(params.get('service_revisions'))
+    except SpecError as exc:
+        raise TaskFailure(str(exc))
     began = time.monotonic()
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
@@ -1169,47 +1174,6 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
             'after': dict(('%s/%s' % k, afters[k]) for k in shown),
         }
     return result
-
-
-REVISION_STATUSES = ('in_progress', 'completed', 'failed', 'replaced')
-
-
-def service_revisions(raw):
-    """The service_revisions option, checked: a list of records for the store, or None. Raises TaskFailure naming
-    the entry and the field."""
-    if raw is None:
-        return None
-    out = []
-    for i, rec in enumerate(raw):
-        field = 'service_revisions[%d]' % i
-        for key in ('cluster', 'service', 'revision'):
-            if not isinstance(rec.get(key), str) or not rec[key]:
-                raise TaskFailure('%s.%s must be a non-empty string, got %r' % (field, key, rec.get(key)))
-        number = rec.get('number')
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise TaskFailure('%s.number must be a whole number of at least 1, got %r' % (field, number))
-        if rec.get('status') not in REVISION_STATUSES:
-            raise TaskFailure('%s.status must be one of %s, got %r'
-                              % (field, ', '.join(REVISION_STATUSES), rec.get('status')))
-        back = rec.get('rollback_of')
-        if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
-            raise TaskFailure('%s.rollback_of must be a revision number or null, got %r' % (field, back))
-        generation = rec.get('generation') or 0
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-            raise TaskFailure('%s.generation must be a whole number, got %r' % (field, generation))
-        if not isinstance(rec.get('declaration'), dict):
-            raise TaskFailure('%s.declaration must be a mapping' % field)
-        if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:
-            raise TaskFailure('%s.declaration.registry_auth.password: a registry password is never stored' % field)
-        record = dict((k, rec.get(k)) for k in ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of'))
-        record['generation'] = generation
-        # (the options Ansible filled in with null are left out: the declaration as the controller gave it)
-        record['declaration'] = dict((k, v) for k, v in rec['declaration'].items() if v is not None)
-        if isinstance(record['declaration'].get('registry_auth'), dict):
-            record['declaration']['registry_auth'] = dict(
-                (k, v) for k, v in record['declaration']['registry_auth'].items() if v is not None)
-        out.append(record)
-    return out
 
 
 def info(params):

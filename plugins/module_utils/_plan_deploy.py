@@ -36,15 +36,19 @@ BREAKER_DEFAULTS = {'enable': True, 'rollback': True}
 HEALTHY, PENDING, UNHEALTHY, STOPPED = 'healthy', 'pending', 'unhealthy', 'stopped'
 IN_PROGRESS, COMPLETED, FAILED, REPLACED = 'in_progress', 'completed', 'failed', 'replaced'
 KEEP_RECORDS = 5                        # the revisions the hosts keep of a service (and any the pass needs)
+STATUSES = (IN_PROGRESS, COMPLETED, FAILED, REPLACED)
+# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
+RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
 
 Deployment = collections.namedtuple('Deployment', ('minimum_healthy_percent', 'maximum_percent', 'breaker',
                                                    'rollback'))
 Seen = collections.namedtuple('Seen', ('index', 'host', 'revision', 'state', 'failures'))
 # target: the revision the pass converges to (None: frozen, every instance kept as it is); count: how many of its
 # instances the pass may have; keep_old / stop: the instances (Seen) of other revisions kept and stopped;
-# records: the revision records after the pass ({revision: record}); status: where the service stands
+# records: the revision records after the pass ({revision: record}); status: where the service stands; declared:
+# the revision the inventory declares
 Step = collections.namedtuple('Step', ('target', 'count', 'keep_old', 'stop', 'records', 'events', 'status',
-                                       'failures', 'threshold'))
+                                       'failures', 'threshold', 'declared'))
 
 
 def deployment_spec(raw, where='service'):
@@ -191,7 +195,8 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
                 events.append(_event('service.deployment.rolled_back', service, now, revision=current['number'],
                                      to_revision=records[target]['number']))
     if target is None:                          # failed without a rollback: every instance stays as it is
-        return Step(None, 0, list(seen), [], _pruned(records, declared, None, seen), events, FAILED, failures, limit)
+        return Step(None, 0, list(seen), [], _pruned(records, declared, None, seen), events, FAILED, failures, limit,
+                    declared)
     # An instance of a revision the hosts no longer know is taken for one of the target (its declaration is
     # the target's: it is replaced where it runs).
     known = set(r for r in records if r != target)
@@ -223,7 +228,7 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
     if target != declared:
         status = 'rolled_back' if rec['status'] == COMPLETED else 'rolling_back'
     return Step(target, min(len(new), desired) + start, keep_old, stop, _pruned(records, declared, target, seen),
-                events, status, failures, limit)
+                events, status, failures, limit, declared)
 
 
 def _pruned(records, declared, target, seen):
@@ -236,3 +241,60 @@ def _pruned(records, declared, target, seen):
     if done:
         keep.add(max(done, key=lambda r: r['number'])['revision'])
     return dict((k, v) for k, v in records.items() if k in keep)
+
+
+def records_option(raw, where='service_revisions'):
+    """Revision records handed to a host (ecs_task's service_revisions), checked: a list of records for its store,
+    or None. Raises SpecError naming the entry and the field."""
+    if raw is None:
+        return None
+    out = []
+    for i, rec in enumerate(raw):
+        field = '%s[%d]' % (where, i)
+        for key in ('cluster', 'service', 'revision'):
+            if not isinstance(rec.get(key), str) or not rec[key]:
+                raise SpecError('%s.%s must be a non-empty string, got %r' % (field, key, rec.get(key)))
+        number = rec.get('number')
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise SpecError('%s.number must be a whole number of at least 1, got %r' % (field, number))
+        if rec.get('status') not in STATUSES:
+            raise SpecError('%s.status must be one of %s, got %r' % (field, ', '.join(STATUSES), rec.get('status')))
+        back = rec.get('rollback_of')
+        if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
+            raise SpecError('%s.rollback_of must be a revision number or null, got %r' % (field, back))
+        generation = rec.get('generation') or 0
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+            raise SpecError('%s.generation must be a whole number, got %r' % (field, generation))
+        if not isinstance(rec.get('declaration'), dict):
+            raise SpecError('%s.declaration must be a mapping' % field)
+        if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:
+            raise SpecError('%s.declaration.registry_auth.password: a registry password is never stored' % field)
+        record = dict((k, rec.get(k)) for k in RECORD_KEYS)
+        # (the options Ansible filled in with null are left out: the declaration as the controller gave it)
+        record.update(generation=generation, declaration=stored_declaration(rec['declaration']))
+        out.append(record)
+    return out
+
+
+def service_line(view, detail=False):
+    """A service's line, from its view (drover.fleet.service_placement's `services`): `web: 9/9 healthy, revision
+    7` and where its deployment stands; with `detail` (the placement's report), the instances running while it
+    deploys, the breaker's count, and how many are placed, of an older revision and unplaced."""
+    revision = view.get('revision') if view.get('revision') is not None else '-'
+    text = '%s: %d/%d healthy, revision %s' % (view['name'], view['healthy'], view['desired_count'], revision)
+    state = view.get('deployment')
+    if state == IN_PROGRESS:
+        text += ', deploying' + (' (%d running)' % view['running'] if detail else '')
+    elif state in ('rolling_back', 'rolled_back'):
+        text += ', %s: revision %s failed' % (state.replace('_', ' '), view.get('declared_revision'))
+    elif state == FAILED:
+        text += ', deployment failed (revision %s' % view.get('declared_revision')
+        text += (', circuit breaker: %d/%d)' % (view['failures'], view['failure_threshold'])) if detail else ')'
+    if not detail:
+        return text
+    text += ', %d/%d placed' % (view['placed'], view['desired_count'])
+    if view['older']:
+        text += ' (and %d of an older revision)' % view['older']
+    if view['unplaced']:
+        text += ', %d unplaced' % view['unplaced']['count']
+    return text

@@ -199,3 +199,53 @@ def test_a_deployment_that_could_never_move_is_refused():
     assert 'with desired_count 1, minimum_healthy_percent 50 keeps 1 healthy and maximum_percent 150 lets 1 run' \
         in str(err.value)
     pd.check_room(1, dep(0, 100))
+
+
+def record(**change):
+    return dict({'cluster': 'prod', 'service': 'web', 'revision': R1, 'number': 1, 'status': pd.COMPLETED,
+                 'rollback_of': None, 'generation': 2, 'declaration': dict(V1, cpu=None)}, **change)
+
+
+def test_records_handed_to_a_host_are_checked_and_kept_without_nulls():
+    assert pd.records_option(None) is None
+    assert pd.records_option([record()]) == [dict(record(), declaration=V1)]
+    assert pd.records_option([record(generation=None)])[0]['generation'] == 0
+
+
+@pytest.mark.parametrize('change, error', [
+    ({'service': ''}, 'service_revisions[0].service must be a non-empty string'),
+    ({'number': 0}, 'service_revisions[0].number must be a whole number of at least 1'),
+    ({'number': True}, 'service_revisions[0].number must be a whole number of at least 1'),
+    ({'status': 'done'}, 'service_revisions[0].status must be one of in_progress, completed, failed, replaced'),
+    ({'rollback_of': '1'}, 'service_revisions[0].rollback_of must be a revision number or null'),
+    ({'generation': -1}, 'service_revisions[0].generation must be a whole number'),
+    ({'declaration': []}, 'service_revisions[0].declaration must be a mapping'),
+    ({'declaration': dict(V1, registry_auth={'username': 'u', 'password': 'p'})},
+     'service_revisions[0].declaration.registry_auth.password: a registry password is never stored'),
+])
+def test_bad_records_are_refused_naming_the_field(change, error):
+    with pytest.raises(SpecError) as exc:
+        pd.records_option([record(**change)])
+    assert error in str(exc.value)
+
+
+VIEW = {'name': 'web', 'healthy': 2, 'desired_count': 3, 'revision': 2, 'declared_revision': 3, 'running': 4,
+        'placed': 3, 'older': 1, 'unplaced': None, 'failures': 3, 'failure_threshold': 3}
+
+
+@pytest.mark.parametrize('state, short, detail', [
+    (pd.COMPLETED, 'web: 2/3 healthy, revision 2', 'web: 2/3 healthy, revision 2, 3/3 placed (and 1 of an older '
+     'revision)'),
+    (pd.IN_PROGRESS, 'web: 2/3 healthy, revision 2, deploying', 'web: 2/3 healthy, revision 2, deploying (4 running), '
+     '3/3 placed (and 1 of an older revision)'),
+    ('rolling_back', 'web: 2/3 healthy, revision 2, rolling back: revision 3 failed', None),
+    (pd.FAILED, 'web: 2/3 healthy, revision 2, deployment failed (revision 3)', 'web: 2/3 healthy, revision 2, '
+     'deployment failed (revision 3, circuit breaker: 3/3), 3/3 placed (and 1 of an older revision)'),
+])
+def test_one_line_a_service_for_the_report_and_the_recap(state, short, detail):
+    view = dict(VIEW, deployment=state)
+    assert pd.service_line(view) == short
+    if detail:
+        assert pd.service_line(view, detail=True) == detail
+    assert pd.service_line(dict(view, revision=None, older=0, unplaced={'count': 2}), detail=True).endswith(
+        ', 3/3 placed, 2 unplaced')
