@@ -103,6 +103,8 @@ capacity:
   sample: {cpu: 4096, memory: 15990, gpus: 2}
 '''
 
+# (first: the collection's other module_utils are then imported from the host's byte code cache)
+from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, info

@@ -76,6 +76,8 @@ pools:
       elements: dict
 '''
 
+# (first: the collection's other module_utils are then imported from the host's byte code cache)
+from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import info

@@ -640,6 +640,8 @@ mirror:
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+# (first: the collection's other module_utils are then imported from the host's byte code cache)
+from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, not_mappings, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import converge

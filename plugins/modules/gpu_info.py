@@ -84,6 +84,8 @@ stale:
   sample: []
 '''
 
+# (first: the collection's other module_utils are then imported from the host's byte code cache)
+from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, info

@@ -175,6 +175,8 @@ steps:
 
 from ansible.module_utils.basic import missing_required_lib
 
+# (first: the collection's other module_utils are then imported from the host's byte code cache)
+from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
 from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
 from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
