@@ -23,6 +23,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import RECORD_KEYS
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DEFAULT_CLUSTER = 'default'
@@ -310,7 +311,7 @@ def place(raw_hosts, complete=True, now=None):
 
 def _records_of(records, services):
     """Revision records as comparable text, those of `services` ({(cluster, name)}) alone."""
-    return sorted(json.dumps(dict(dict((k, r.get(k)) for k in pd.RECORD_KEYS), generation=r.get('generation') or 0),
+    return sorted(json.dumps(dict(dict((k, r.get(k)) for k in RECORD_KEYS), generation=r.get('generation') or 0),
                              sort_keys=True)
                   for r in records if isinstance(r, dict) and (r.get('cluster'), r.get('service')) in services)
 

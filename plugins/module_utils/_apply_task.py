@@ -29,7 +29,6 @@ from ansible_collections.drover.fleet.plugins.module_utils import _files as file
 from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
 from ansible_collections.drover.fleet.plugins.module_utils import _netns as net
 from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, Ledger, delivery, pass_ledger
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as deploy_plan
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as plan_mod
 from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
@@ -37,6 +36,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import records_option
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
@@ -1060,7 +1060,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         raise TaskFailure('network_mode awsvpc needs the Python library pyroute2 on the managed host: '
                           'pip install pyroute2 (or let the drover.fleet.host role install it)')
     try:
-        revisions = deploy_plan.records_option(params.get('service_revisions'))
+        revisions = records_option(params.get('service_revisions'))
     except SpecError as exc:
         raise TaskFailure(str(exc))
     began = time.monotonic()

@@ -29,16 +29,14 @@ import hashlib
 import json
 import math
 
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
+    COMPLETED, FAILED, IN_PROGRESS, REPLACED, stored_declaration)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DEFAULTS = {'minimum_healthy_percent': 100, 'maximum_percent': 200}
 BREAKER_DEFAULTS = {'enable': True, 'rollback': True}
 HEALTHY, PENDING, UNHEALTHY, STOPPED = 'healthy', 'pending', 'unhealthy', 'stopped'
-IN_PROGRESS, COMPLETED, FAILED, REPLACED = 'in_progress', 'completed', 'failed', 'replaced'
 KEEP_RECORDS = 5                        # the revisions the hosts keep of a service (and any the pass needs)
-STATUSES = (IN_PROGRESS, COMPLETED, FAILED, REPLACED)
-# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
-RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
 
 Deployment = collections.namedtuple('Deployment', ('minimum_healthy_percent', 'maximum_percent', 'breaker',
                                                    'rollback'))
@@ -101,16 +99,6 @@ def check_room(desired, dep, where='service'):
 def threshold(desired):
     """The circuit breaker's threshold: half the desired count (rounded up), at least 3, at most 200 (as ECS)."""
     return min(max(int(math.ceil(desired / 2.0)), 3), 200)
-
-
-def stored_declaration(task):
-    """What the hosts keep of a revision's task: the declaration without its registry password (and without the
-    keys left null, as the host's store keeps it)."""
-    out = dict((k, v) for k, v in json.loads(json.dumps(task)).items() if v is not None)
-    auth = out.get('registry_auth')
-    if isinstance(auth, dict):
-        out['registry_auth'] = dict((k, v) for k, v in auth.items() if v is not None and k != 'password')
-    return out
 
 
 def revision_of(task):
@@ -241,39 +229,6 @@ def _pruned(records, declared, target, seen):
     if done:
         keep.add(max(done, key=lambda r: r['number'])['revision'])
     return dict((k, v) for k, v in records.items() if k in keep)
-
-
-def records_option(raw, where='service_revisions'):
-    """Revision records handed to a host (ecs_task's service_revisions), checked: a list of records for its store,
-    or None. Raises SpecError naming the entry and the field."""
-    if raw is None:
-        return None
-    out = []
-    for i, rec in enumerate(raw):
-        field = '%s[%d]' % (where, i)
-        for key in ('cluster', 'service', 'revision'):
-            if not isinstance(rec.get(key), str) or not rec[key]:
-                raise SpecError('%s.%s must be a non-empty string, got %r' % (field, key, rec.get(key)))
-        number = rec.get('number')
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise SpecError('%s.number must be a whole number of at least 1, got %r' % (field, number))
-        if rec.get('status') not in STATUSES:
-            raise SpecError('%s.status must be one of %s, got %r' % (field, ', '.join(STATUSES), rec.get('status')))
-        back = rec.get('rollback_of')
-        if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
-            raise SpecError('%s.rollback_of must be a revision number or null, got %r' % (field, back))
-        generation = rec.get('generation') or 0
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-            raise SpecError('%s.generation must be a whole number, got %r' % (field, generation))
-        if not isinstance(rec.get('declaration'), dict):
-            raise SpecError('%s.declaration must be a mapping' % field)
-        if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:
-            raise SpecError('%s.declaration.registry_auth.password: a registry password is never stored' % field)
-        record = dict((k, rec.get(k)) for k in RECORD_KEYS)
-        # (the options Ansible filled in with null are left out: the declaration as the controller gave it)
-        record.update(generation=generation, declaration=stored_declaration(rec['declaration']))
-        out.append(record)
-    return out
 
 
 def service_line(view, detail=False):

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import pytest
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import records_option
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 KEY = ('prod', 'web')
@@ -207,9 +208,9 @@ def record(**change):
 
 
 def test_records_handed_to_a_host_are_checked_and_kept_without_nulls():
-    assert pd.records_option(None) is None
-    assert pd.records_option([record()]) == [dict(record(), declaration=V1)]
-    assert pd.records_option([record(generation=None)])[0]['generation'] == 0
+    assert records_option(None) is None
+    assert records_option([record()]) == [dict(record(), declaration=V1)]
+    assert records_option([record(generation=None)])[0]['generation'] == 0
 
 
 @pytest.mark.parametrize('change, error', [
@@ -225,7 +226,7 @@ def test_records_handed_to_a_host_are_checked_and_kept_without_nulls():
 ])
 def test_bad_records_are_refused_naming_the_field(change, error):
     with pytest.raises(SpecError) as exc:
-        pd.records_option([record(**change)])
+        records_option([record(**change)])
     assert error in str(exc.value)
 
 
