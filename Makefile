@@ -154,7 +154,7 @@ FAULT_TRIALS ?= 20
 FAULT_RACES ?= 20
 FAULT_RESTARTS ?= 3
 faults-ci: setup
-	FAULT_TRIALS=3 FAULT_RACES=3 FAULT_RESTARTS=1 $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	FAULT_TRIALS=2 FAULT_RACES=2 FAULT_RESTARTS=1 $(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
 	hack/leaks.sh
 
 faults: setup

@@ -10,7 +10,7 @@ the result as a warning and a `github.error` or `github.rate_limited` event; eve
 slot holds; the token is in no result. When the stand-in recovers (faults cleared, the burst's holds run out)
 one pass reaches the declared state with nothing left over, and the next one changes nothing.
 
-FAULT_TRIALS (default 3) bursts run in `make test`, `make faults` runs 20; FAULT_SEED seeds them."""
+FAULT_TRIALS bursts (default 3; `make test` runs 2), `make faults` runs 20; FAULT_SEED seeds them."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -5,7 +5,7 @@ the next converge, nothing may exist that the declaration does not account for (
 network namespaces, credential links, /30 allocations, GPU pins, credential registrations), no container may
 have been started twice, and the store must pass `PRAGMA integrity_check`.
 
-FAULT_TRIALS (default 3) kill trials and FAULT_RACES (default 3) races run in `make test`; `make faults` runs
+FAULT_TRIALS kill trials and FAULT_RACES races (default 3 each; `make test` runs 2 each); `make faults` runs
 20 of each. FAULT_SEED (default: the time) seeds the kill moments; every failure prints it.
 """
 

@@ -7,7 +7,7 @@
   one inventory given one: every host fails with a message naming the variable or the field, no traceback,
   and nothing changed on the host (containers, network namespaces, links, no store and no unit file made).
 
-FAULT_RACES (default 3) reconcile races run in `make test`, `make faults` runs 20."""
+FAULT_RACES reconcile races (default 3; `make test` runs 2), `make faults` runs 20."""
 
 from __future__ import absolute_import, division, print_function
 
