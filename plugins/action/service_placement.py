@@ -16,14 +16,13 @@ is not placed either: its instances stay where they run, and a warning says why.
 from __future__ import annotations
 
 import json
-import re
 import time
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import RECORD_KEYS
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import RECORD_KEYS, instance_index
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DEFAULT_CLUSTER = 'default'
@@ -43,9 +42,9 @@ def _task_name(decl):
 
 def _index(raw, name, cluster, task_cluster):
     """The index of the instance of service `raw` that a task (name, cluster) is, or None."""
-    m = re.match(r'^%s-(\d+)\Z' % re.escape(raw['name']), name or '')
-    if m and (cluster or task_cluster) == (raw.get('cluster') or DEFAULT_CLUSTER):
-        return int(m.group(1))
+    index = instance_index(name, raw['name'])
+    if index is not None and (cluster or task_cluster) == (raw.get('cluster') or DEFAULT_CLUSTER):
+        return index
     return None
 
 
@@ -297,12 +296,10 @@ def place(raw_hosts, complete=True, now=None):
                       'the instances it runs')
     report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())] + warnings
     deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, 'rolling_back'))
-    second = {}
-    for raw in raw_hosts:
-        if raw['name'] in placement:
-            theirs = dict((s['name'], s) for s in raw.get('services') or () if isinstance(s, dict) and s.get('name'))
-            second[raw['name']] = _second_pass(raw, placement[raw['name']], theirs, revisions.get(raw['name'], []),
-                                               complete)
+    placed = set((by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER, svc.name) for svc in specs)
+    second = dict((raw['name'], _second_pass(raw, placement[raw['name']], clusters, placed,
+                                             revisions.get(raw['name'], []), complete))
+                  for raw in raw_hosts if raw['name'] in placement)
     return {'placement': placement, 'clusters': dict((h, clusters) for h in placement), 'services': views,
             'second_pass': second,
             'revisions': dict((h, revisions.get(h, [])) for h in placement), 'deploying': deploying,
@@ -316,27 +313,31 @@ def _records_of(records, services):
                   for r in records if isinstance(r, dict) and (r.get('cluster'), r.get('service')) in services)
 
 
-def _second_pass(raw, share, theirs, records, complete):
+def _second_pass(raw, share, clusters, placed, records, complete):
     """Whether a host's tasks pass must run again with its share: the first pass (drover.fleet.converge's, which
-    left the services' instances as they were) found something its share changes - an instance to start, to stop,
-    of another revision, not running or unhealthy, or revision records to write."""
+    left the services' clusters as they were) found something its share changes - an instance to start, to stop,
+    of another revision, not running or unhealthy; a task of a service's cluster (`clusters`) that neither the host
+    nor its share declares (the second pass purges it: an instance of a service no longer declared, a task dropped
+    from drover_tasks); or revision records to write for the services placed (`placed`: {(cluster, name)})."""
     found = dict(((t.get('cluster') or DEFAULT_CLUSTER, t.get('name')), t) for t in raw.get('tasks') or ())
-    placed = set()
+    mine = set()
     for decl in share:
         key = (decl.get('cluster') or DEFAULT_CLUSTER, decl['name'])
-        placed.add(key)
+        mine.add(key)
         task = found.get(key)
         if task is None or task.get('revision') != decl.get('revision') or task.get('last_status') != 'RUNNING' \
                 or task.get('health_status') == 'UNHEALTHY':
             return True
-    for key, task in found.items():
-        if key not in placed and any(_index(svc, key[1], key[0], DEFAULT_CLUSTER) is not None
-                                     for svc in theirs.values()):
-            return True
+    own_cluster = raw.get('cluster') or DEFAULT_CLUSTER
+    declared = set(((d.get('cluster') or own_cluster) if isinstance(d, dict) else None, _task_name(d))
+                   for d in raw.get('declared') or ())
+    if any(key[0] in clusters and key not in mine and key not in declared for key in found):
+        return True
     if not complete:
         return False
-    mine = set((svc.get('cluster') or DEFAULT_CLUSTER, name) for name, svc in theirs.items())
-    return _records_of(raw.get('revisions') or (), mine) != _records_of(records, mine)
+    services = set(svc for svc in placed if svc in set(
+        (s.get('cluster') or DEFAULT_CLUSTER, s.get('name')) for s in raw.get('services') or () if isinstance(s, dict)))
+    return _records_of(raw.get('revisions') or (), services) != _records_of(records, services)
 
 
 def _clashes(raw_hosts, by_raw):

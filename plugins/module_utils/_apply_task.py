@@ -36,7 +36,7 @@ from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import records_option
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import instance_index, records_option
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
@@ -1223,12 +1223,8 @@ def look(params, engine, store, cluster=None, name=None, gpus=False):
 def _spared(key, keep):
     """Whether purge leaves task `key` (cluster, name) alone: an instance (`<service>-<index>`) of a service that
     purge_keep names in that cluster."""
-    for entry in keep or ():
-        service = entry.get('service') or ''
-        if key[0] == (entry.get('cluster') or 'default') and key[1].startswith(service + '-') and \
-                key[1][len(service) + 1:].isdigit():
-            return True
-    return False
+    return any(key[0] == (entry.get('cluster') or 'default') and instance_index(key[1], entry.get('service'))
+               is not None for entry in keep or ())
 
 
 def _capacity(params, engine, store, gpus=False):

@@ -4,7 +4,7 @@
 """Services: the revision records a host keeps of a service's deployment (what ecs_task's service_revisions hands
 it and ecs_task_info returns).
 
-Owns: a record's keys and statuses, the declaration as stored (without its registry password, nor the keys left
+Owns: an instance's name (`<service>-<index>`), a record's keys and statuses, the declaration as stored (without its registry password, nor the keys left
 null), and the check of records handed to a host. Kept apart from _plan_deploy (which decides deployments from the
 records) so that ecs_task ships only this.
 Must not: read a host or decide anything.
@@ -15,13 +15,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 IN_PROGRESS, COMPLETED, FAILED, REPLACED = 'in_progress', 'completed', 'failed', 'replaced'
 STATUSES = (IN_PROGRESS, COMPLETED, FAILED, REPLACED)
+# an instance's index, as its name `<service>-<index>` writes it (no sign, no leading zero, ASCII digits)
+_INDEX = re.compile(r'(?:0|[1-9][0-9]*)\Z')
 # a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
 RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
+
+
+def instance_index(name, service):
+    """The index of the instance of `service` that a task named `name` is (`web-3`: 3), or None: only the name
+    that service's instance `index` is given (`web-03` is not web's instance 3)."""
+    if not isinstance(name, str) or not isinstance(service, str) or not name.startswith(service + '-'):
+        return None
+    rest = name[len(service) + 1:]
+    return int(rest) if _INDEX.match(rest) else None
 
 
 def stored_declaration(task):

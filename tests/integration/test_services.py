@@ -56,13 +56,13 @@ def inventory(tmp_path, fleet, cluster, desired, declared_memory=0):
     return str(path), sorted(hosts)
 
 
-def run(tmp_path, path, playbook='drover.fleet.services', *more):
+def run(tmp_path, path, playbook='drover.fleet.services', *more, ok=True):
     env = ansible_env(tmp_path)
     done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', path, '-f', str(HOSTS), playbook] + list(more),
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     out = done.stdout + done.stderr
     look(out, 'ansible-playbook output')
-    assert done.returncode == 0, out[-5000:]
+    assert (done.returncode == 0) == ok, out[-5000:]
     return dict((m[0], tuple(int(n) for n in m[1:])) for m in PLAY_RECAP.findall(out)), out
 
 
@@ -185,6 +185,17 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     recap, out = run(tmp_path, path, 'drover.fleet.converge')
     assert running(fleet, cluster) == back, out[-8000:]
     assert [h for h in hosts if recap[h][1]] == [host], recap
+    # a host whose own task fails is not taken for one that is down: its instances stay, none starts elsewhere,
+    # and the host fails the run
+    inv = json.loads(open(path).read())
+    inv['all']['hosts'][host]['drover_tasks'].append({'name': 'broken', 'network_mode': 'none', 'containers': [
+        {'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 8, 'privileged': True}]})
+    with open(path, 'w') as f:
+        f.write(json.dumps(inv))
+    recap, out = run(tmp_path, path, 'drover.fleet.converge', ok=False)
+    assert [h for h in hosts if recap[h][3]] == [host], (recap, out[-8000:])        # failed there alone
+    assert running(fleet, cluster) == back, out[-8000:]
+    assert '%s: down' % host not in out, out[-8000:]
 
 
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'

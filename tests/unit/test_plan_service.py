@@ -317,3 +317,32 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
     hosts[0]['tasks'] = [running]
     hosts[1]['tasks'] = [dict(running, name='web-3')]                 # one too many: it stops
     assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
+    hosts[1]['tasks'] = []
+    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}
+    # a task of the services' cluster that neither the host nor its share declares is purged by a second pass
+    # (an instance of a service no longer declared, a task dropped from drover_tasks); one it declares is not
+    hosts[1]['tasks'] = [dict(running, name='api-0', revision='r-old')]
+    assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
+    hosts[1]['declared'] = [{'name': 'api-0', 'cluster': 'prod', 'containers': []}]
+    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}
+    hosts[1]['tasks'], hosts[1]['declared'] = [], []
+    # a service that is not placed (refused) writes no records: no second pass on every run for it
+    bad = dict(web, name='bad', desired_count='many')
+    for raw in hosts:
+        raw['services'] = [web, bad]
+        raw['revisions'] = raw['revisions'] + [{'cluster': 'prod', 'service': 'bad', 'revision': 'r', 'number': 1,
+                                                'status': 'completed', 'declaration': {}}]
+    out = place(hosts)
+    assert out['second_pass'] == {'h1': False, 'h2': False} and any('bad' in w for w in out['warnings'])
+
+
+def test_an_instance_is_named_by_its_index_alone():
+    from ansible_collections.drover.fleet.plugins.module_utils._service_records import instance_index
+    from ansible_collections.drover.fleet.plugins.module_utils._apply_task import _spared
+    assert [instance_index(n, 'web') for n in ('web-0', 'web-12', 'web-01', 'web-', 'web--1', 'web-1a', 'web-١',
+                                               'web-1-2', 'webx-1', 'web')] == [0, 12] + [None] * 8
+    assert instance_index('web-1-2', 'web-1') == 2
+    keep = [{'service': 'web', 'cluster': 'prod'}, {'service': 'api'}]
+    assert [_spared(k, keep) for k in (('prod', 'web-3'), ('prod', 'web-03'), ('other', 'web-3'),
+                                       ('default', 'api-0'), ('prod', 'api-0'), ('prod', 'own'))] == [
+        True, False, False, True, False, False]
