@@ -52,15 +52,15 @@ def _payload(path):
 
 
 def _trusted(path, parents=False):
-    """Whether `path` is a real directory of this (root) user alone (0700); with `parents`, every directory above it
-    is root's and written by nobody else, or sticky (/tmp: nobody else can move what is in it)."""
+    """Whether `path` is a real directory of this user alone (0700); with `parents`, every directory above it is
+    this user's or root's and written by nobody else, or sticky (/tmp: nobody else can move what is in it)."""
     above = False
     while True:
         try:
             st = os.lstat(path)
         except OSError:
             return False
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in ((os.geteuid(), 0) if above else (os.geteuid(),)):
             return False
         if st.st_mode & (0o022 if above else 0o077) and not (above and st.st_mode & stat.S_ISVTX):
             return False
