@@ -81,12 +81,18 @@ def run_module(name, args, check=False, diff=False):
     from ansible.module_utils.common import warnings as ansible_warnings
     ansible_warnings._global_warnings.clear()
     ansible_warnings._global_deprecations.clear()
+    # A module process is never the controller: once a test of this process has imported controller code (a filter
+    # plugin), Ansible would send the module's warnings to the controller's display instead of its result.
+    from ansible.module_utils import _internal as ansible_internal
+    was_controller, ansible_internal.is_controller = ansible_internal.is_controller, False
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:
             mod.main()
         except SystemExit:
             pass
+        finally:
+            ansible_internal.is_controller = was_controller
     text = out.getvalue()
     SWEEP.look(text, 'result of module %s' % name)
     try:

@@ -22,10 +22,10 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import RECORD_KEYS, instance_index
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
+    DEFAULT_CLUSTER, RECORD_KEYS, instance_index)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
-DEFAULT_CLUSTER = 'default'
 # What a placement tells without its declarations (which may hold registry passwords): the events and the
 # services' views that drover.fleet.events reads, the report and the services whose deployment goes on.
 PUBLIC = ('services', 'events', 'report', 'deploying', 'down', 'unplaced', 'warnings')
@@ -335,8 +335,9 @@ def _second_pass(raw, share, clusters, placed, records, complete):
         return True
     if not complete:
         return False
-    services = set(svc for svc in placed if svc in set(
-        (s.get('cluster') or DEFAULT_CLUSTER, s.get('name')) for s in raw.get('services') or () if isinstance(s, dict)))
+    its_services = set((s.get('cluster') or DEFAULT_CLUSTER, s.get('name')) for s in raw.get('services') or ()
+                       if isinstance(s, dict))
+    services = set(svc for svc in placed if svc in its_services)
     return _records_of(raw.get('revisions') or (), services) != _records_of(records, services)
 
 

@@ -36,9 +36,11 @@ from ansible_collections.drover.fleet.plugins.module_utils._apply_netns import (
 from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import bridge_backed, legacy_netns_name
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan_netns
 from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import PoolExhausted
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import instance_index, records_option
+from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
+    DEFAULT_CLUSTER, instance_index, records_option)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
+from ansible_collections.drover.fleet.plugins.module_utils import _td_checked
 from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level_mod
 from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
 from ansible_collections.drover.fleet.plugins.module_utils import _metrics as metrics_mod
@@ -1046,7 +1048,7 @@ def _wait_healthy(engine, store, waiting, result, timeout, clock, sleep):
 def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.sleep):
     """The ecs_task module's one call. Returns the result dict; raises TaskFailure."""
     try:
-        tasks, purge_cluster = spec_mod.task_set(params, platform.machine())
+        tasks, purge_cluster = spec_mod.task_set(params, platform.machine(), _td_checked.Checked())
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
     healthy_wait = params.get('healthy_wait_timeout')
@@ -1223,7 +1225,7 @@ def look(params, engine, store, cluster=None, name=None, gpus=False):
 def _spared(key, keep):
     """Whether purge leaves task `key` (cluster, name) alone: an instance (`<service>-<index>`) of a service that
     purge_keep names in that cluster."""
-    return any(key[0] == (entry.get('cluster') or 'default') and instance_index(key[1], entry.get('service'))
+    return any(key[0] == (entry.get('cluster') or DEFAULT_CLUSTER) and instance_index(key[1], entry.get('service'))
                is not None for entry in keep or ())
 
 

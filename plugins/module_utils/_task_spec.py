@@ -77,8 +77,9 @@ def _empty(value):
     return value is None or value == [] or value == {} or value == ''
 
 
-def from_task_definition(td, field='task_definition'):
-    """An ECS task definition, as AWS returns it, turned into this collection's words.
+def from_task_definition(td, field='task_definition', normalize=None):
+    """An ECS task definition, as AWS returns it, turned into this collection's words. `normalize`: what checks
+    it by AWS's model (_td_model.normalize by default; the applier's keeps what it checked, _td_checked).
 
     Returns (family, network_mode, task_role_arn, execution_role_arn, containers as raw dicts, the task-level
     fields as {option: value}, warnings).
@@ -89,7 +90,7 @@ def from_task_definition(td, field='task_definition'):
         raise SpecError('%s is checked by AWS\'s model of ECS, which comes with the Python library botocore: '
                         'install botocore (or boto3) on the managed host' % field)
     early = []
-    td = _td_model.normalize(td, field, early)
+    td = (normalize or _td_model.normalize)(td, field, early)
     defs = td.get('containerDefinitions')
     if not isinstance(defs, list) or not defs:
         raise SpecError('%s.containerDefinitions is required and must be a non-empty list' % field)
@@ -182,11 +183,11 @@ def changed_fields(old, new):
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
-def task(raw, field='', defaults=None, allow_host_network=False, host=None):
+def task(raw, field='', defaults=None, allow_host_network=False, host=None, normalize=None):
     """One task declaration (the module's top-level options, or one entry of `tasks`). A running task on the
     host's network is refused unless `allow_host_network`. `host`: the host's policy and what is known of it
     (allow_privileged, log_drivers, log_driver_map, bind_paths, allow_host_namespaces, attributes, machine,
-    region)."""
+    region). `normalize`: as from_task_definition's."""
     prefix = field + '.' if field else ''
     raw = dict(raw)
     mode_field = prefix + 'network_mode' if raw.get('network_mode') is not None else 'network_mode'
@@ -211,7 +212,7 @@ def task(raw, field='', defaults=None, allow_host_network=False, host=None):
         if containers_raw:
             raise SpecError('%scontainers and %stask_definition are mutually exclusive' % (prefix, prefix))
         family, td_mode, td_role, td_exec, containers_raw, td_level, warnings = from_task_definition(
-            raw['task_definition'], prefix + 'task_definition')
+            raw['task_definition'], prefix + 'task_definition', normalize)
         td_mode = NETWORK_MODE_ALIASES.get(td_mode, td_mode)
         containers_field = prefix + 'task_definition.containerDefinitions'
         if name is None:
@@ -449,8 +450,9 @@ TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 
 
-def task_set(params, machine=None):
-    """The module's parameters: one task (`name`...) or a set (`tasks` with `purge`).
+def task_set(params, machine=None, normalize=None):
+    """The module's parameters: one task (`name`...) or a set (`tasks` with `purge`). `normalize`: as
+    from_task_definition's.
 
     Returns (tasks, purge_cluster or None). Two declarations of one task: the stop wins over a start
     (the task never starts); two running declarations must agree.
@@ -462,7 +464,7 @@ def task_set(params, machine=None):
         if single.get('name') is None and single.get('task_definition') is None:
             raise SpecError('name (or task_definition with a family) is required when tasks is not given')
         return [task(single, allow_host_network=bool(params.get('allow_host_network')),
-                     host=host_policy(params, machine))], None
+                     host=host_policy(params, machine), normalize=normalize)], None
     given = sorted(k for k in ('name', 'containers', 'task_definition', 'stop_reason') + level_mod.LEVEL_OPTIONS
                    if params.get(k) is not None)
     if given:
@@ -480,7 +482,8 @@ def task_set(params, machine=None):
         if unknown:
             raise SpecError('%s has unsupported keys: %s (supported: %s)'
                             % (field, ', '.join(unknown), ', '.join(TASK_OPTION_KEYS)))
-        spec = task(raw, field, defaults, bool(params.get('allow_host_network')), host_policy(params, machine))
+        spec = task(raw, field, defaults, bool(params.get('allow_host_network')), host_policy(params, machine),
+                    normalize)
         key = (spec.cluster, spec.name)
         other = chosen.get(key)
         if other is None:
