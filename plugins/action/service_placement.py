@@ -216,6 +216,24 @@ def _records(steps, by_raw, specs):
     return out
 
 
+def offered(raw):
+    """A host as the placement takes it, from what the services' tasks tell of it (playbooks/tasks/services.yml):
+    with its `look` (ecs_task_info's result, failed or unreachable where the host is down, or the first tasks pass's
+    look), whether it is up and why not, its capacity (the look's, under the inventory's `capacity`), the tasks it
+    runs and the revision records it keeps. An entry without a look is taken as it is (a host with no fact)."""
+    if 'look' not in raw:
+        return raw
+    look = raw['look'] if isinstance(raw['look'], dict) else {}
+    out = dict((k, v) for k, v in raw.items() if k != 'look')
+    out['up'] = look.get('tasks') is not None and not look.get('failed') and not look.get('unreachable')
+    out['down_reason'] = look.get('msg') or ''
+    out['capacity'] = dict(look.get('capacity') or {})
+    out['capacity'].update(raw.get('capacity') or {})
+    out['tasks'] = look.get('tasks') or []
+    out['revisions'] = look.get('service_revisions') or []
+    return out
+
+
 def place(raw_hosts, complete=True, now=None):
     """The placement: placement ({host: [task declaration]}), clusters ({host: [cluster]}), revisions ({host: [the
     revision records it keeps]}), services (a view each), deploying (the services whose deployment is under way),
@@ -373,8 +391,11 @@ class ActionModule(ActionBase):
             # A placement's public part (no declaration, no secret), for the events and the recap.
             result.update((k, args['report'].get(k)) for k in PUBLIC)
         else:
-            placed = place(args['hosts'], args['complete'])
+            raw_hosts = [offered(raw) for raw in args['hosts']]
+            placed = place(raw_hosts, args['complete'])
             placed['public'] = dict((k, placed[k]) for k in PUBLIC)
             result.update(placed)
+            # the hosts whose look answered: each converges its tasks with its share
+            result['answered'] = [raw['name'] for raw in raw_hosts if raw.get('up')]
         result['changed'] = False
         return result

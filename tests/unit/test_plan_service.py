@@ -346,3 +346,23 @@ def test_an_instance_is_named_by_its_index_alone():
     assert [_spared(k, keep) for k in (('prod', 'web-3'), ('prod', 'web-03'), ('other', 'web-3'),
                                        ('default', 'api-0'), ('prod', 'api-0'), ('prod', 'own'))] == [
         True, False, False, True, False, False]
+
+
+def test_the_placement_action_reads_each_host_from_its_look():
+    """What services.yml tells of a host: its look (ecs_task_info's result, or the converge's first pass's), read by
+    the action: a look that failed or could not reach the host is a host down with the reason; the inventory's
+    capacity is over the look's."""
+    from ansible_collections.drover.fleet.plugins.action.service_placement import offered
+    running = [{'name': 'web-0', 'cluster': 'default', 'revision': 'r1', 'last_status': 'RUNNING'}]
+    records = [{'cluster': 'default', 'service': 'web', 'revision': 'r1', 'number': 1, 'status': 'COMPLETED'}]
+    up = offered({'name': 'h1', 'declared': [], 'capacity': {'memory': 512},
+                  'look': {'tasks': running, 'capacity': {'cpu': 2048, 'memory': 1024, 'gpus': 0},
+                           'service_revisions': records}})
+    assert up == {'name': 'h1', 'declared': [], 'up': True, 'down_reason': '', 'tasks': running,
+                  'capacity': {'cpu': 2048, 'memory': 512, 'gpus': 0}, 'revisions': records}
+    failed = offered({'name': 'h2', 'look': {'failed': True, 'msg': 'the engine did not answer'}})
+    assert (failed['up'], failed['down_reason'], failed['tasks'], failed['capacity']) == (
+        False, 'the engine did not answer', [], {})
+    gone = offered({'name': 'h3', 'look': {'unreachable': True, 'msg': 'ssh: connect to host h3: timed out'}})
+    assert (gone['up'], gone['down_reason']) == (False, 'ssh: connect to host h3: timed out')
+    assert offered({'name': 'h4', 'up': False}) == {'name': 'h4', 'up': False}      # no fact: as it is
