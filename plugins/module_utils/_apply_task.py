@@ -1065,6 +1065,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         revisions = records_option(params.get('service_revisions'))
     except SpecError as exc:
         raise TaskFailure(str(exc))
+    _not_an_instance(tasks, params.get('purge_keep'))
     began = time.monotonic()
     engine, store, lock = open_host(params, check_mode)
     result = {'changed': False, 'tasks': [], 'events': []}
@@ -1222,11 +1223,30 @@ def look(params, engine, store, cluster=None, name=None, gpus=False):
             'service_revisions': store.service_revisions()}
 
 
+def _instance_of(key, keep):
+    """The service of purge_keep (`keep`) whose instance (`<service>-<index>` of its cluster) task `key` (cluster,
+    name) is; None where it is none's."""
+    for entry in keep or ():
+        if key[0] == (entry.get('cluster') or DEFAULT_CLUSTER) and instance_index(key[1], entry.get('service')) \
+                is not None:
+            return entry.get('service')
+    return None
+
+
 def _spared(key, keep):
-    """Whether purge leaves task `key` (cluster, name) alone: an instance (`<service>-<index>`) of a service that
-    purge_keep names in that cluster."""
-    return any(key[0] == (entry.get('cluster') or DEFAULT_CLUSTER) and instance_index(key[1], entry.get('service'))
-               is not None for entry in keep or ())
+    """Whether purge leaves task `key` (cluster, name) alone: an instance of a service that purge_keep names."""
+    return _instance_of(key, keep) is not None
+
+
+def _not_an_instance(tasks, keep):
+    """A declared task with the name of an instance of a service purge_keep names would take the place of that
+    instance's containers: refused, naming both (the services' placement refuses the service the same way)."""
+    for task in tasks:
+        service = _instance_of((task.cluster, task.name), keep)
+        if service is not None:
+            raise TaskFailure('task %s of cluster %s has the name of an instance of service %s (<service>-<index>); '
+                              'its instance is left as it runs: rename the task or the service'
+                              % (task.name, task.cluster, service))
 
 
 def _capacity(params, engine, store, gpus=False):

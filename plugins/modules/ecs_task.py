@@ -697,6 +697,7 @@ options:
       - With O(purge), the services whose instances purge leaves alone - each C(service) and its C(cluster) (by default
         C(default)) - the tasks C(<service>-<index>) of that cluster. C(drover.fleet.converge)'s first pass uses it -
         the services' instances are placed after it, and only a host whose share changes gets a second pass.
+      - A declared task with the name of one of those instances is refused, and nothing changes.
     type: list
     elements: dict
     suboptions:

@@ -186,6 +186,24 @@ def test_purge_removes_only_undeclared_tasks_of_the_cluster(engine, cluster, con
             c.remove(force=True)
 
 
+def test_a_declared_task_named_as_a_kept_instance_is_refused_and_the_instance_left(
+        engine, cluster, converge, store_path):
+    """drover.fleet.converge's first pass keeps the services' instances (purge_keep): a task of the host's own with
+    an instance's name would replace its containers."""
+    converge(tasks=[dict(name='web-1', containers=[container('main')])], purge=True)     # the service's instance
+    before = host_snapshot(engine, store_path, scope='drover.cluster=%s' % cluster)
+    r = converge(tasks=[dict(name='web-1', containers=[container('other')])], purge=True,
+                 purge_keep=[dict(cluster=cluster, service='web')])
+    assert r.failed and r['msg'] == (
+        'task web-1 of cluster %s has the name of an instance of service web (<service>-<index>); its instance is '
+        'left as it runs: rename the task or the service' % cluster), r
+    assert host_snapshot(engine, store_path, scope='drover.cluster=%s' % cluster) == before
+    assert list(statuses(engine, cluster)) == ['web-1-main']
+    own = [dict(name='web-db', containers=[container('main')])]                   # not an index: its own
+    r = converge(tasks=own, purge=True, purge_keep=[dict(cluster=cluster, service='web')])
+    assert not r.failed and sorted(statuses(engine, cluster)) == ['web-1-main', 'web-db-main'], r
+
+
 def test_start_failure_removes_what_started(engine, cluster, converge):
     args = dict(name='bad', containers=[container('ok'), container('broken', ['/no/such/program'])])
     r = converge(**args)
