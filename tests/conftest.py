@@ -83,7 +83,10 @@ def run_module(name, args, check=False, diff=False):
     ansible_warnings._global_deprecations.clear()
     # A module process is never the controller: once a test of this process has imported controller code (a filter
     # plugin), Ansible would send the module's warnings to the controller's display instead of its result.
-    from ansible.module_utils import _internal as ansible_internal
+    try:
+        from ansible.module_utils import _internal as ansible_internal
+    except ImportError:                     # an ansible-core before 2.19: no such switch
+        ansible_internal = type('NoSwitch', (), {'is_controller': False})
     was_controller, ansible_internal.is_controller = ansible_internal.is_controller, False
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

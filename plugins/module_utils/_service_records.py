@@ -23,9 +23,9 @@ IN_PROGRESS, COMPLETED, FAILED, REPLACED = 'in_progress', 'completed', 'failed',
 STATUSES = (IN_PROGRESS, COMPLETED, FAILED, REPLACED)
 # an instance's index, as its name `<service>-<index>` writes it (no sign, no leading zero, ASCII digits)
 _INDEX = re.compile(r'(?:0|[1-9][0-9]*)\Z')
-# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
 # the cluster of a task or service that names none (ECS's)
 DEFAULT_CLUSTER = 'default'
+# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
 RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
 
 

@@ -11,7 +11,8 @@ document (and its warning) is kept in a file named by the digest of what was dec
 digests of the collection's module_utils and botocore's version, and read back instead of checked.
 
 Owns: ROOT - one folder per code and botocore version, root's alone (0700), one file per document (0600,
-written whole: aside, then renamed); a folder not used for KEEP_DAYS is removed when another is made.
+written whole: aside, then renamed); a folder or a document not used for KEEP_DAYS is removed when another is
+made. With models of one's own for botocore (~/.aws/models, AWS_DATA_PATH), nothing is kept.
 Must not: keep a document that was refused (every refusal is checked again, with its message), or be used by
 anyone but root, where ROOT or any directory above it is someone else's or written by someone else (it would
 let them decide what a document says), or fail a module run: on any error the document is checked as before.
@@ -52,8 +53,9 @@ def _code_digest():
 
 def _folder(root):
     """This code's folder under `root`, made where it is not there; None where it is not to be used."""
-    if os.geteuid() != 0 or not _td_model.HAS_BOTOCORE:
-        return None
+    if os.geteuid() != 0 or not _td_model.HAS_BOTOCORE or os.environ.get('AWS_DATA_PATH') or \
+            os.path.isdir(os.path.expanduser(os.path.join('~', '.aws', 'models'))):
+        return None                         # (models of one's own, which botocore would read first: checked each time)
     folder = os.path.join(root, '%s-%s' % (_code_digest(), _td_model.model_version()))
     old = os.umask(0o077)
     try:
@@ -102,6 +104,8 @@ class Checked:
             try:
                 with open(path) as handle:
                     kept = json.load(handle)
+                    if os.fstat(handle.fileno()).st_mtime < time.time() - 86400:
+                        os.utime(path)      # (in use: kept)
                 if warnings is not None:
                     warnings.extend(kept['warnings'])
                 return kept['document']
@@ -114,9 +118,24 @@ class Checked:
         if path:
             try:
                 _write(folder, path, json.dumps({'document': document, 'warnings': mine}))
+                _prune(folder)
             except (OSError, TypeError, ValueError):
                 pass
         return document
+
+
+def _prune(folder):
+    """Remove the documents not read for KEEP_DAYS (each new image tag of a deployment is a new document), and what
+    a write cut short left."""
+    old = time.time() - KEEP_DAYS * 86400
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        try:
+            when = os.lstat(path).st_mtime
+            if when < old or (entry.startswith('.new-') and when < time.time() - 3600):
+                os.unlink(path)
+        except OSError:
+            pass
 
 
 def _write(folder, path, text):

@@ -52,6 +52,10 @@ options:
         C(placement_strategy), C(deployment), and the keys of a task of C(drover_tasks) - C(containers) or
         C(task_definition), C(network_mode), C(registry_auth)...) and C(revisions) (the revision records it keeps,
         M(drover.fleet.ecs_task_info)'s C(service_revisions)).
+      - A host may instead carry its C(look) as it is - the result of M(drover.fleet.ecs_task_info) (failed or
+        unreachable where the host is down) or M(drover.fleet.ecs_task)'s C(look) - with no C(up), C(down_reason),
+        C(tasks) or C(revisions); these are read from the look, and its C(capacity) then overrides the look's
+        (C(drover_capacity)). C(playbooks/tasks/services.yml) hands each host over so.
       - Mutually exclusive with O(report).
       - The services are those the hosts declare; a service may use only the hosts that declare it. One declared
         differently by two hosts, or with a field it cannot take, is not placed (a warning says why), and its
@@ -95,6 +99,12 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+answered:
+  description: The hosts whose look answered (up), each of which converges its tasks with its share.
+  returned: with O(hosts)
+  type: list
+  elements: str
+  sample: [web1]
 placement:
   description: Each host's share, as task declarations for C(drover_tasks) (hosts that are up).
   returned: with O(hosts)

@@ -25,7 +25,9 @@ import hashlib
 import os
 import sys
 import tempfile
+import time
 
+import ansible.executor.module_common
 import ansible.module_utils
 from ansible import constants as C
 from ansible.plugins.action.normal import ActionModule as NormalAction
@@ -36,6 +38,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._code_cache import _t
 # <collection>/plugins/plugin_utils/_payload_cache.py -> <collection>/plugins
 PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = (os.path.join(PLUGINS, 'module_utils'), os.path.dirname(os.path.abspath(ansible.module_utils.__file__)))
+# what builds the payload (and writes the kept file's format)
+BUILDER = os.path.abspath(ansible.executor.module_common.__file__)
 FQN = 'ansible_collections.drover.fleet.plugins.modules.'
 SWITCH = 'DROVER_PAYLOAD_CACHE'
 
@@ -45,12 +49,20 @@ def payloads_dir():
     return os.path.join(C.ANSIBLE_HOME, 'drover-fleet', 'payloads')
 
 
+def _search_paths():
+    """The module_utils folders Ansible looks in before its own (ANSIBLE_MODULE_UTILS, those beside the playbook and
+    its roles): a file there may stand for one of ansible-core's in the payload."""
+    from ansible.plugins.loader import module_utils_loader
+    return [p for p in module_utils_loader._get_paths(subdirs=False) if os.path.isdir(p)]  # pylint: disable=protected-access
+
+
 def build_digest(module):
     """The digest of everything the payload of `module` (a module of the collection) is built from: the content of
-    the module and of every module_utils file it could import, the collection's and ansible-core's."""
+    the module, of every module_utils file it could import (the collection's, ansible-core's and those of the folders
+    Ansible looks in first) and of ansible-core's payload builder."""
     digest = hashlib.sha256(('%s\0%s\0%s\0' % (ANSIBLE_VERSION, sys.version, module)).encode('utf-8'))
-    files = [os.path.join(PLUGINS, 'modules', module + '.py')]
-    for top in SOURCES:
+    files = [os.path.join(PLUGINS, 'modules', module + '.py'), BUILDER]
+    for top in list(SOURCES) + _search_paths():
         for folder, dirs, names in os.walk(top):
             dirs.sort()
             files.extend(os.path.join(folder, name) for name in sorted(names) if name.endswith('.py'))
@@ -90,21 +102,22 @@ def _copy(source, folder, name):
 
 def restore(module, digest, keep=None, run=None):
     """Put the kept payloads of `module` built from `digest` into this run's folder, where the run has none yet.
-    Returns how many were there to put back."""
+    Returns their names."""
     keep, run = keep or payloads_dir(), run or _run_folder()
     if not _trusted(keep, parents=True):
-        return 0
+        return []
     prefix = digest + '-'
     kept = _built([entry[len(prefix):] for entry in os.listdir(keep) if entry.startswith(prefix)], module)
     for name in kept:
         if not os.path.exists(os.path.join(run, name)):
             os.makedirs(run, exist_ok=True)
             _copy(os.path.join(keep, prefix + name), run, name)
-    return len(kept)
+    return kept
 
 
-def store(module, digest, keep=None, run=None):
-    """Keep the payloads this run built for `module`, named by `digest`; drop those of other digests."""
+def store(module, digest, keep=None, run=None, kept=()):
+    """Keep the payloads this run built for `module` (those not `kept` already), named by `digest`; drop those of
+    other digests, and what a write cut short left."""
     keep, run = keep or payloads_dir(), run or _run_folder()
     old = os.umask(0o077)
     try:
@@ -113,32 +126,38 @@ def store(module, digest, keep=None, run=None):
         os.umask(old)
     if not _trusted(keep, parents=True):
         return
-    for name in _built(os.listdir(run), module):
-        _copy(os.path.join(run, name), keep, digest + '-' + name)
+    for name in _built(_listing(run), module):
+        if name not in kept:
+            _copy(os.path.join(run, name), keep, digest + '-' + name)
+    hour_ago = time.time() - 3600
     for entry in os.listdir(keep):
-        if entry[40:41] == '-' and not entry.startswith(digest) and _built([entry[41:]], module):
-            os.unlink(os.path.join(keep, entry))
+        path = os.path.join(keep, entry)
+        if (entry[40:41] == '-' and not entry.startswith(digest) and _built([entry[41:]], module)) or \
+                (entry.startswith('.new-') and os.lstat(path).st_mtime < hour_ago):
+            os.unlink(path)
 
 
 def before(module):
-    """Before `module` runs: the build digest where this run is to build its payload (to keep it after the run);
-    None where the run has it already (built, or put back from PAYLOADS) or where nothing is to be kept."""
+    """Before `module` runs: (the build digest, the payloads put back) where this run has no payload of it yet;
+    None where it has (or where nothing is kept)."""
     if os.environ.get(SWITCH, '1') == '0' or _built(_listing(_run_folder()), module):
         return None
     try:
         digest = build_digest(module)
-        return None if restore(module, digest) else digest
-    except OSError:
+        return digest, restore(module, digest)
+    except Exception:                       # pylint: disable=broad-except
         return None
 
 
-def after(module, digest):
-    """After `module` ran: keep the payload the run built from `digest`, where the sources did not change
-    meanwhile."""
+def after(module, done):
+    """After `module` ran: keep the payloads the run built that were not kept (another compression or extension set
+    than the one put back, or none was), where the sources did not change meanwhile."""
+    digest, kept = done
     try:
-        if build_digest(module) == digest:
-            store(module, digest)
-    except OSError:
+        if any(name not in kept for name in _built(_listing(_run_folder()), module)) and \
+                build_digest(module) == digest:
+            store(module, digest, kept=kept)
+    except Exception:                       # pylint: disable=broad-except
         pass
 
 
@@ -155,8 +174,8 @@ class PayloadCachedAction(NormalAction):
 
     def run(self, tmp=None, task_vars=None):
         module = (self._task.resolved_action or self._task.action).rpartition('.')[2]
-        digest = before(module)
+        done = before(module)
         result = super().run(tmp, task_vars)
-        if digest:
-            after(module, digest)
+        if done:
+            after(module, done)
         return result

@@ -196,6 +196,13 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     assert [h for h in hosts if recap[h][3]] == [host], (recap, out[-8000:])        # failed there alone
     assert running(fleet, cluster) == back, out[-8000:]
     assert '%s: down' % host not in out, out[-8000:]
+    # the same where that task is of another cluster of the host (its own cluster's pass, which looked, went well)
+    inv['all']['hosts'][host]['drover_tasks'][-1]['cluster'] = cluster + 'own'
+    with open(path, 'w') as f:
+        f.write(json.dumps(inv))
+    recap, out = run(tmp_path, path, 'drover.fleet.converge', ok=False)
+    assert [h for h in hosts if recap[h][3]] == [host], (recap, out[-8000:])
+    assert running(fleet, cluster) == back, out[-8000:]
 
 
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'

@@ -34,11 +34,11 @@ def collection(tmp_path):
     return root
 
 
-def run(tmp_path, collections, **env):
+def run(tmp_path, collections, args=(), **env):
     """One run of gpu_info: (whether the run built the payload, whether it used one already there)."""
     out = subprocess.run(
         [ANSIBLE, '-i', 'localhost,', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
-         'localhost', '-m', 'drover.fleet.gpu_info'],
+         'localhost', '-m', 'drover.fleet.gpu_info'] + list(args),
         capture_output=True, text=True, check=False,
         env=dict(os.environ, ANSIBLE_HOME=str(tmp_path / 'home'), ANSIBLE_COLLECTIONS_PATH=str(collections),
                  ANSIBLE_DEBUG='1', ANSIBLE_NOCOLOR='1', **env))
@@ -81,3 +81,19 @@ def test_a_folder_someone_else_may_write_or_the_switch_off_is_not_used(tmp_path,
         assert run(tmp_path, collection) == (True, False)
         os.chmod(str(where), 0o700)
     assert run(tmp_path, collection) == (False, True)
+
+
+def test_another_compression_is_kept_beside_and_another_module_utils_folder_builds_anew(tmp_path, collection):
+    assert run(tmp_path, collection) == (True, False)
+    stored = PAYLOAD.replace('ZIP_DEFLATED', 'ZIP_STORED')
+    stored_run = ('-e', 'ansible_module_compression=ZIP_STORED')
+    assert run(tmp_path, collection, stored_run) == (True, False)
+    assert sorted(name[41:] for name in kept(tmp_path)) == sorted([PAYLOAD, stored])
+    assert run(tmp_path, collection, stored_run) == (False, True)
+    assert run(tmp_path, collection) == (False, True)
+    # a folder Ansible looks in for module_utils before its own: what it holds may stand in the payload
+    extra = tmp_path / 'module_utils'
+    extra.mkdir()
+    (extra / 'site_helpers.py').write_text('HELPER = 1\n')
+    assert run(tmp_path, collection, ANSIBLE_MODULE_UTILS=str(extra)) == (True, False)
+    assert run(tmp_path, collection, ANSIBLE_MODULE_UTILS=str(extra)) == (False, True)

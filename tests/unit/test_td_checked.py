@@ -115,3 +115,15 @@ def test_every_valid_document_of_the_corpus_reads_back_as_checked(tmp_path, monk
     for path, (document, doc) in expected.items():
         again = _td_checked.Checked(str(tmp_path))(copy.deepcopy(doc), 'task_definition', [])
         assert again == document and json.dumps(again) == json.dumps(document), path   # the same keys, in order
+
+
+def test_documents_not_read_for_a_week_go_and_models_of_ones_own_keep_nothing(tmp_path, monkeypatch):
+    _td_checked.Checked(str(tmp_path))(td(), 'task_definition', [])
+    [old] = files(tmp_path)
+    os.utime(old, (1, 1))
+    _td_checked.Checked(str(tmp_path))(td(cpu='256'), 'task_definition', [])     # a new document: the old one goes
+    assert len(files(tmp_path)) == 1 and old not in files(tmp_path)
+    monkeypatch.setenv('AWS_DATA_PATH', str(tmp_path / 'models'))
+    no_model(monkeypatch)
+    with pytest.raises(AssertionError):                                         # checked again, not read back
+        _td_checked.Checked(str(tmp_path))(td(cpu='256'), 'task_definition', [])
