@@ -334,7 +334,8 @@ def _records_of(records, services):
 def _second_pass(raw, share, clusters, placed, records, complete):
     """Whether a host's tasks pass must run again with its share: the first pass (drover.fleet.converge's, which
     left the services' clusters as they were) found something its share changes - an instance to start, to stop,
-    of another revision, not running or unhealthy; a task of a service's cluster (`clusters`) that neither the host
+    of another revision, not running or unhealthy, or one that the host's settings now make otherwise (`restated`:
+    a log driver mapped anew, a policy changed); a task of a service's cluster (`clusters`) that neither the host
     nor its share declares (the second pass purges it: an instance of a service no longer declared, a task dropped
     from drover_tasks); or revision records to write for the services placed (`placed`: {(cluster, name)})."""
     found = dict(((t.get('cluster') or DEFAULT_CLUSTER, t.get('name')), t) for t in raw.get('tasks') or ())
@@ -344,7 +345,7 @@ def _second_pass(raw, share, clusters, placed, records, complete):
         mine.add(key)
         task = found.get(key)
         if task is None or task.get('revision') != decl.get('revision') or task.get('last_status') != 'RUNNING' \
-                or task.get('health_status') == 'UNHEALTHY':
+                or task.get('health_status') == 'UNHEALTHY' or task.get('restated') is not None:
             return True
     own_cluster = raw.get('cluster') or DEFAULT_CLUSTER
     declared = set(((d.get('cluster') or own_cluster) if isinstance(d, dict) else None, _task_name(d))

@@ -1048,7 +1048,8 @@ def _wait_healthy(engine, store, waiting, result, timeout, clock, sleep):
 def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.sleep):
     """The ecs_task module's one call. Returns the result dict; raises TaskFailure."""
     try:
-        tasks, purge_cluster = spec_mod.task_set(params, platform.machine(), _td_checked.Checked())
+        normalize = _td_checked.Checked()
+        tasks, purge_cluster = spec_mod.task_set(params, platform.machine(), normalize)
     except spec_mod.SpecError as exc:
         raise TaskFailure(str(exc))
     healthy_wait = params.get('healthy_wait_timeout')
@@ -1090,6 +1091,9 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         ledger = _ledger(params, tasks, engine, store)
         _check_level(tasks, engine)
         _check_binds(tasks, params.get('bind_paths'))
+        # (the spared instances as the pass found them: it leaves them as they are)
+        restated = _restated(params, grouped, store.service_revisions(), normalize) \
+            if params.get('look') is not None else {}
         purge = [spec_mod.task({'name': k[1], 'cluster': k[0], 'state': 'absent'}) for k in keys[len(declared):]]
         now = clock()
         plans = [(decl, plan_mod.plan_task(decl, grouped.get((decl.cluster, decl.name), []),
@@ -1154,7 +1158,7 @@ def converge(params, check_mode=False, diff=False, clock=time.time, sleep=time.s
         if params.get('look') is not None:
             # what the services' placement reads of the host, after the pass (drover.fleet.converge's first pass)
             try:
-                result['look'] = look(params, engine, store, gpus=params['look'].get('gpus'))
+                result['look'] = look(params, engine, store, gpus=params['look'].get('gpus'), restated=restated)
             except GpuFailure as exc:               # (no look: the play looks again, and tells why)
                 work.warnings.append('the look for the services: %s' % exc.msg)
         # The runner pools the host holds, for drover.fleet.runner_pools: no drain pass where none is declared
@@ -1202,10 +1206,11 @@ def info(params):
         engine.close()
 
 
-def look(params, engine, store, cluster=None, name=None, gpus=False):
+def look(params, engine, store, cluster=None, name=None, gpus=False, restated=None):
     """What the services' placement reads of a host (ecs_task_info's answer, and ecs_task's with `look`): every
     task the store or the engine knows (of `cluster`, `name` where given) with its revision and whether its health
-    is checked, the host's capacity and the services' revision records."""
+    is checked, the host's capacity and the services' revision records. `restated`: _restated's, each such
+    instance's view says `restated` (the fields, or the refusal)."""
     stored = dict(((r['cluster'], r['name']), r) for r in store.tasks())
     grouped = _group(engine.list_role(ROLE))
     keys = sorted(k for k in set(stored) | set(grouped) if cluster in (None, k[0]) and name in (None, k[1]))
@@ -1218,6 +1223,8 @@ def look(params, engine, store, cluster=None, name=None, gpus=False):
         view['revision'] = next((o['labels'].get(REVISION_LABEL) for o in grouped.get(key, [])
                                  if o['labels'].get(REVISION_LABEL)), None)
         view['health_checked'] = bool(checked)
+        if key in (restated or {}):
+            view['restated'] = restated[key]
         out.append(view)
     return {'tasks': out, 'capacity': _capacity(params, engine, store, gpus),
             'service_revisions': store.service_revisions()}
@@ -1236,6 +1243,42 @@ def _instance_of(key, keep):
 def _spared(key, keep):
     """Whether purge leaves task `key` (cluster, name) alone: an instance of a service that purge_keep names."""
     return _instance_of(key, keep) is not None
+
+
+def _restated(params, grouped, records, normalize=None):
+    """The instances of the services purge_keep names (of any cluster) that this host's settings now make
+    otherwise than they run (a log driver mapped anew, a policy changed): each instance's revision, declared as its
+    share declares it (the revision's task from the host's records, its name, cluster and revision), has another
+    spec hash than its containers carry, or the host's policy now refuses it. {(cluster, name): the fields that
+    differ, or the refusal}. The placement gives their host a second pass, which starts them anew (or fails,
+    naming what the host refuses). An instance whose revision the host's records lack is left to the placement."""
+    keep = params.get('purge_keep')
+    if not keep:
+        return {}
+    kept = dict(((r['cluster'], r['service'], r['revision']), r['declaration']) for r in records)
+    defaults = dict(spec_mod.set_defaults(params), registry_auth=None)   # (a password is no part of the hash)
+    policy = spec_mod.host_policy(params, platform.machine())
+    out = {}
+    for key in sorted(grouped):
+        service = _instance_of(key, keep)
+        containers = grouped[key]
+        revision = next((o['labels'].get(REVISION_LABEL) for o in containers if o['labels'].get(REVISION_LABEL)), None)
+        task = kept.get((key[0], service, revision)) if service is not None else None
+        if task is None:
+            continue
+        raw = dict((k, v) for k, v in task.items() if k != 'registry_auth')
+        raw.update(name=key[1], cluster=key[0], restart='always', revision=revision)
+        try:
+            decl = spec_mod.task(raw, '', defaults, bool(params.get('allow_host_network')), policy, normalize)
+        except SpecError as exc:
+            out[key] = str(exc)
+            continue
+        names = set(c.name for c in decl.containers)
+        labels = [o['labels'] for o in containers if o['labels'].get('drover.spec-hash') != decl.spec_hash
+                  or o['labels'].get('drover.container') not in names]
+        if labels:
+            out[key] = spec_mod.changed_fields(labels[0].get('drover.spec-fields'), decl.fields) or []
+    return out
 
 
 def _not_an_instance(tasks, keep):

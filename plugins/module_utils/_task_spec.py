@@ -450,6 +450,11 @@ TASK_OPTION_KEYS = ('name', 'cluster', 'containers', 'task_definition', 'network
 STOP_RANK = {'running': 0, 'stopped': 1, 'absent': 2}
 
 
+def set_defaults(params):
+    """What the module's top-level options give every entry of `tasks` that leaves them out."""
+    return {k: params.get(k) for k in ('cluster', 'network_mode', 'state', 'restart', 'pull', 'registry_auth')}
+
+
 def task_set(params, machine=None, normalize=None):
     """The module's parameters: one task (`name`...) or a set (`tasks` with `purge`). `normalize`: as
     from_task_definition's.
@@ -472,7 +477,7 @@ def task_set(params, machine=None, normalize=None):
                         % ', '.join(given))
     if not isinstance(params['tasks'], list):
         raise SpecError('tasks must be a list of task declarations')
-    defaults = {k: params.get(k) for k in ('cluster', 'network_mode', 'state', 'restart', 'pull', 'registry_auth')}
+    defaults = set_defaults(params)
     chosen = collections.OrderedDict()
     for i, raw in enumerate(params['tasks']):
         field = 'tasks[%d]' % i

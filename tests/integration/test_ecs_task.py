@@ -204,6 +204,35 @@ def test_a_declared_task_named_as_a_kept_instance_is_refused_and_the_instance_le
     assert not r.failed and sorted(statuses(engine, cluster)) == ['web-1-main', 'web-db-main'], r
 
 
+def test_the_look_names_a_kept_instance_that_the_hosts_settings_now_make_otherwise(
+        engine, cluster, converge, store_path):
+    """drover.fleet.converge's first pass leaves the services' instances as they run (purge_keep): where the host's
+    settings (log_driver_map, log_drivers) would now make one otherwise, its look says so (`restated`), and the
+    placement gives the host a second pass that starts it anew."""
+    task = {'containers': [container('main', log_configuration={'log_driver': 'awslogs', 'options': {
+        'awslogs-group': 'web', 'awslogs-region': 'us-east-1', 'awslogs-stream-prefix': 'web'}})]}
+    record = dict(cluster=cluster, service='web', revision='r1', number=1, status='completed', rollback_of=None,
+                  generation=1, declaration=task)
+    # web-2 runs a revision the host's records lack: the placement's to judge (it replaces it)
+    started = converge(tasks=[dict(task, name='web-1', revision='r1', restart='always'),
+                              dict(task, name='web-2', revision='r0', restart='always')], purge=True,
+                       service_revisions=[record])
+    assert not started.failed and list(statuses(engine, cluster)) == ['web-1-main', 'web-2-main'], started
+    keep = [dict(cluster=cluster, service='web')]
+
+    def restated(**host):
+        r = converge(tasks=[], purge=True, purge_keep=keep, look={}, **host)
+        assert not r.failed and not r['changed'], r
+        return dict((t['name'], t.get('restated')) for t in r['look']['tasks'])
+    before = host_snapshot(engine, store_path, scope='drover.cluster=%s' % cluster)
+    assert restated() == {'web-1': None, 'web-2': None}                    # as they were started: nothing to say
+    assert restated(log_drivers=['local', 'json-file'], log_driver_map={'awslogs': 'json-file'}) == {
+        'web-1': ['containers[main].log_configuration'], 'web-2': None}
+    said = restated(log_drivers=['json-file'], log_driver_map={'awslogs': 'local'})['web-1']
+    assert 'not allowed on this host' in said, said                        # the host refuses it now: the reason
+    assert host_snapshot(engine, store_path, scope='drover.cluster=%s' % cluster) == before  # left as they run
+
+
 def test_start_failure_removes_what_started(engine, cluster, converge):
     args = dict(name='bad', containers=[container('ok'), container('broken', ['/no/such/program'])])
     r = converge(**args)

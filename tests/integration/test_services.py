@@ -205,6 +205,56 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     assert running(fleet, cluster) == back, out[-8000:]
 
 
+def test_a_hosts_changed_settings_reach_the_instances_it_runs(engine, three, cluster, tmp_path):
+    """drover.fleet.converge's first tasks pass leaves the services' instances as they run: one that its host's
+    settings now make otherwise (drover_log_driver_map) is started anew by a second pass on that host alone, and
+    the next converge changes nothing."""
+    def write(**sim01):
+        hosts = dict(('sim%s' % one.name, sim_host(tmp_path, one, cluster, drover_tasks=[],
+                                                   drover_log_drivers=['local', 'json-file'])) for one in three)
+        hosts['sim01'].update(sim01)
+        services = [{'name': 'web', 'cluster': cluster, 'desired_count': 3, 'network_mode': 'none',
+                     'placement_constraints': [{'type': 'distinctInstance'}],
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+                                     'log_configuration': {'log_driver': 'awslogs', 'options': {
+                                         'awslogs-group': 'web', 'awslogs-region': 'us-east-1',
+                                         'awslogs-stream-prefix': 'web'}}}]}]
+        path = given(tmp_path / 'inventory.json')
+        path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {'drover_services': services}}}))
+        return str(path)
+
+    def made():
+        """{host: (container id, log driver)} of the instance each host runs."""
+        out = {}
+        for one in three:
+            client = one.client()
+            try:
+                boxes = client.containers.list(filters={'label': 'drover.cluster=%s' % cluster, 'status': 'running'})
+                out['sim%s' % one.name] = [(b.id, b.attrs['HostConfig']['LogConfig']['Type']) for b in boxes]
+            finally:
+                client.close()
+        return out
+
+    path = write()
+    for dummy in range(2):                          # started, then the deployment completes
+        recap, out = run(tmp_path, path, 'drover.fleet.converge')
+    before = made()
+    assert sorted(len(v) for v in before.values()) == [1, 1, 1], before
+    assert set(driver for v in before.values() for dummy, driver in v) == {'local'}, before
+    recap, out = run(tmp_path, path, 'drover.fleet.converge')
+    assert all(v[1] == 0 for v in recap.values()) and made() == before, out[-4000:]
+    # sim01's awslogs now becomes json-file: its instance alone is made anew, with the driver
+    path = write(drover_log_driver_map={'awslogs': 'json-file'})
+    recap, out = run(tmp_path, path, 'drover.fleet.converge')
+    assert [h for h in sorted(recap) if recap[h][1]] == ['sim01'], (recap, out[-4000:])
+    after = made()
+    assert after['sim01'][0][1] == 'json-file' and after['sim01'][0][0] != before['sim01'][0][0], after
+    assert dict((h, v) for h, v in after.items() if h != 'sim01') == \
+        dict((h, v) for h, v in before.items() if h != 'sim01')
+    recap, out = run(tmp_path, path, 'drover.fleet.converge')
+    assert all(v[1] == 0 for v in recap.values()) and made() == after, out[-4000:]
+
+
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'
 GPU3 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a003'
 

@@ -314,6 +314,10 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
     assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}  # steady: one pass a host
     hosts[0]['tasks'] = [dict(running, last_status='STOPPED')]        # a dead instance restarts where it ran
     assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    hosts[0]['tasks'] = [dict(running, restated=['containers[main].log_configuration'])]   # the host's settings changed it
+    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    hosts[0]['tasks'] = [dict(running, restated=[])]                  # (another spec, the fields unknown)
+    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
     hosts[0]['tasks'] = [running]
     hosts[1]['tasks'] = [dict(running, name='web-3')]                 # one too many: it stops
     assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
