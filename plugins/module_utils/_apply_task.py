@@ -1220,14 +1220,18 @@ def look(params, engine, store, cluster=None, name=None, gpus=False, restated=No
         checked = plan_mod.checked_by_labels(grouped.get(key, []))
         view = task_view(_observed_record(key, grouped.get(key, []), stored.get(key)), checked)
         # what a service's deployment reads: the instance's revision, and whether its health is checked
-        view['revision'] = next((o['labels'].get(REVISION_LABEL) for o in grouped.get(key, [])
-                                 if o['labels'].get(REVISION_LABEL)), None)
+        view['revision'] = _revision(grouped.get(key, []))
         view['health_checked'] = bool(checked)
         if key in (restated or {}):
             view['restated'] = restated[key]
         out.append(view)
     return {'tasks': out, 'capacity': _capacity(params, engine, store, gpus),
             'service_revisions': store.service_revisions()}
+
+
+def _revision(containers):
+    """The service revision a task's containers carry (their label), or None."""
+    return next((o['labels'].get(REVISION_LABEL) for o in containers if o['labels'].get(REVISION_LABEL)), None)
 
 
 def _instance_of(key, keep):
@@ -1262,7 +1266,7 @@ def _restated(params, grouped, records, normalize=None):
     for key in sorted(grouped):
         service = _instance_of(key, keep)
         containers = grouped[key]
-        revision = next((o['labels'].get(REVISION_LABEL) for o in containers if o['labels'].get(REVISION_LABEL)), None)
+        revision = _revision(containers)
         task = kept.get((key[0], service, revision)) if service is not None else None
         if task is None:
             continue
@@ -1273,11 +1277,9 @@ def _restated(params, grouped, records, normalize=None):
         except SpecError as exc:
             out[key] = str(exc)
             continue
-        names = set(c.name for c in decl.containers)
-        labels = [o['labels'] for o in containers if o['labels'].get('drover.spec-hash') != decl.spec_hash
-                  or o['labels'].get('drover.container') not in names]
-        if labels:
-            out[key] = spec_mod.changed_fields(labels[0].get('drover.spec-fields'), decl.fields) or []
+        stale, fields = plan_mod.replaced(decl, containers)
+        if stale:
+            out[key] = fields or []
     return out
 
 

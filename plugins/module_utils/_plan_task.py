@@ -146,6 +146,17 @@ def container_health(obs):
 has_check = spec_mod.has_check
 
 
+def replaced(decl, observed):
+    """What of a task's run (`observed`, its containers) a running declaration `decl` replaces: (the containers of
+    another spec or not among its containers, the fields the first of another spec differs in - None where unknown
+    or where only the containers differ)."""
+    names = set(c.name for c in decl.containers)
+    stale = [o for o in observed
+             if o['labels'].get('drover.spec-hash') != decl.spec_hash or o['labels'].get('drover.container') not in names]
+    other = [o['labels'] for o in stale if o['labels'].get('drover.spec-hash') != decl.spec_hash]
+    return stale, (spec_mod.changed_fields(other[0].get('drover.spec-fields'), decl.fields) if other else None)
+
+
 def checked(decl):
     """The names of the task's essential containers declared with a health check: those its health is made of."""
     return set(c.name for c in decl.containers if c.essential and has_check(c))
@@ -388,18 +399,13 @@ def plan_task(decl, observed, stored, now, keep=0):
         return plan
 
     # --- state: running ---------------------------------------------------------------------------
-    declared = {c.name: c for c in decl.containers}
-    stale = [o for o in observed
-             if o['labels'].get('drover.spec-hash') != decl.spec_hash
-             or o['labels'].get('drover.container') not in declared]
+    stale, fields = replaced(decl, observed)
     by_name = {o['labels'].get('drover.container'): o for o in observed}
 
     if stale:
         # A changed declaration replaces the whole task: stop the old run, start a new one now.
         plan.remove = list(observed)
-        labels = [o['labels'] for o in stale if o['labels'].get('drover.spec-hash') != decl.spec_hash]
-        if labels:
-            plan.changed_fields = spec_mod.changed_fields(labels[0].get('drover.spec-fields'), decl.fields)
+        plan.changed_fields = fields
         if was_running:
             plan.events.append(stopped_event(key, now, TASK_STOPPED, _stopped_containers(observed)))
         _new_run(plan, decl, stored, now, keep_streak=False)
