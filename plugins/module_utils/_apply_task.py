@@ -1255,13 +1255,17 @@ def _restated(params, grouped, records, normalize=None):
     share declares it (the revision's task from the host's records, its name, cluster and revision), has another
     spec hash than its containers carry, or the host's policy now refuses it. {(cluster, name): the fields that
     differ, or the refusal}. The placement gives their host a second pass, which starts them anew (or fails,
-    naming what the host refuses). An instance whose revision the host's records lack is left to the placement."""
+    naming what the host refuses). An instance whose revision the host's records lack, or whose record cannot be
+    read as a task, is left to the placement. Raises nothing of its own: the first pass goes on."""
     keep = params.get('purge_keep')
     if not keep:
         return {}
     kept = dict(((r['cluster'], r['service'], r['revision']), r['declaration']) for r in records)
     defaults = dict(spec_mod.set_defaults(params), registry_auth=None)   # (a password is no part of the hash)
-    policy = spec_mod.host_policy(params, platform.machine())
+    try:
+        policy = spec_mod.host_policy(params, platform.machine())
+    except SpecError as exc:
+        policy = str(exc)                  # a policy that cannot be read refuses every instance (as a task)
     out = {}
     for key in sorted(grouped):
         service = _instance_of(key, keep)
@@ -1272,11 +1276,16 @@ def _restated(params, grouped, records, normalize=None):
             continue
         raw = dict((k, v) for k, v in task.items() if k != 'registry_auth')
         raw.update(name=key[1], cluster=key[0], restart='always', revision=revision)
+        if not isinstance(policy, dict):
+            out[key] = policy
+            continue
         try:
             decl = spec_mod.task(raw, '', defaults, bool(params.get('allow_host_network')), policy, normalize)
         except SpecError as exc:
             out[key] = str(exc)
             continue
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue                       # (a record of another shape: the placement's to judge)
         stale, fields = plan_mod.replaced(decl, containers)
         if stale:
             out[key] = fields or []

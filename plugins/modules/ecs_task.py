@@ -1089,10 +1089,10 @@ look:
     - What O(look) found after the pass - C(tasks), C(capacity) and C(service_revisions), as
       M(drover.fleet.ecs_task_info) returns them. Absent when the GPUs could not be counted (a warning says why).
     - With O(purge_keep), an instance of those services that the host's settings now make otherwise than it runs
-      (its revision's task, from the host's revision records, declared with the host's O(log_driver_map),
-      O(allow_privileged), O(bind_paths)... has another spec) carries C(restated) - the fields that differ, or the
-      host's refusal - and the placement gives its host a second pass, which starts it anew (or fails, naming what
-      the host refuses).
+      (its revision's task, from the host's revision records, declared with the host's settings, has another spec -
+      O(log_driver_map) or O(log_drivers) changed), or that they now refuse (O(log_drivers), O(allow_privileged),
+      O(bind_paths) taken away), carries C(restated) - the fields that differ, or the refusal - and the placement
+      gives its host a second pass, which starts it anew (or fails, naming the refusal).
   returned: with O(look)
   type: dict
 service_revisions_written:

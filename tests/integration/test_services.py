@@ -243,16 +243,22 @@ def test_a_hosts_changed_settings_reach_the_instances_it_runs(engine, three, clu
     assert set(driver for v in before.values() for dummy, driver in v) == {'local'}, before
     recap, out = run(tmp_path, path, 'drover.fleet.converge')
     assert all(v[1] == 0 for v in recap.values()) and made() == before, out[-4000:]
-    # sim01's awslogs now becomes json-file: its instance alone is made anew, with the driver
+    steady = dict((h, v[0]) for h, v in recap.items())      # the tasks a host runs with one tasks pass (ok=)
+    # sim01's awslogs now becomes json-file: its instance alone is made anew, with the driver, by a second pass
+    # there alone (another host's second pass would change nothing, and would cost a module run)
     path = write(drover_log_driver_map={'awslogs': 'json-file'})
     recap, out = run(tmp_path, path, 'drover.fleet.converge')
     assert [h for h in sorted(recap) if recap[h][1]] == ['sim01'], (recap, out[-4000:])
+    assert recap['sim01'][0] > steady['sim01'], (recap, steady)
+    assert dict((h, v[0]) for h, v in recap.items() if h != 'sim01') == \
+        dict((h, n) for h, n in steady.items() if h != 'sim01'), (recap, steady)
     after = made()
     assert after['sim01'][0][1] == 'json-file' and after['sim01'][0][0] != before['sim01'][0][0], after
     assert dict((h, v) for h, v in after.items() if h != 'sim01') == \
         dict((h, v) for h, v in before.items() if h != 'sim01')
     recap, out = run(tmp_path, path, 'drover.fleet.converge')
     assert all(v[1] == 0 for v in recap.values()) and made() == after, out[-4000:]
+    assert dict((h, v[0]) for h, v in recap.items()) == steady, (recap, steady)
 
 
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'
