@@ -322,7 +322,7 @@ class TaskNetwork:
         return steps
 
 
-# The drover.role of ecs_task's containers (_apply_task.ROLE; that module imports this one).
+# The drover.role of ecs_task's containers (_host_look.ROLE; written again so that task_netns need not ship _host_look).
 TASK_ROLE = 'task'
 
 

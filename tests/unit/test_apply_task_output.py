@@ -3,7 +3,7 @@
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.drover.fleet.plugins.module_utils._apply_task import OUTPUT_BYTES, last_output
+from ansible_collections.drover.fleet.plugins.module_utils._host_look import OUTPUT_BYTES, last_output
 
 
 def test_the_last_hundred_lines_are_kept():
@@ -60,8 +60,8 @@ class GoneEngine:
 
 
 def test_a_container_gone_before_its_values_are_known_keeps_no_output():
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_task import _with_exit_codes
+    from ansible_collections.drover.fleet.plugins.module_utils._host_look import with_exit_codes
     engine = GoneEngine()
     obs = {'id': 'c1', 'state': 'exited', 'labels': {'drover.container': 'main'}}
-    _with_exit_codes(engine, {('prod', 'web'): [obs]}, [('prod', 'web')])
+    with_exit_codes(engine, {('prod', 'web'): [obs]}, [('prod', 'web')])
     assert obs['exit_code'] == 3 and 'last_output' not in obs and not engine.asked_logs

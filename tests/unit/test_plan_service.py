@@ -342,13 +342,13 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
 
 def test_an_instance_is_named_by_its_index_alone():
     from ansible_collections.drover.fleet.plugins.module_utils._service_records import instance_index
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_task import _spared
+    from ansible_collections.drover.fleet.plugins.module_utils._host_look import spared
     assert [instance_index(n, 'web') for n in ('web-0', 'web-12', 'web-01', 'web-', 'web--1', 'web-1a', 'web-١',
                                                'web-1-2', 'webx-1', 'web')] == [0, 12] + [None] * 8
     assert instance_index('web-1-2', 'web-1') == 2
     keep = [{'service': 'web', 'cluster': 'prod'}, {'service': 'api'}]
-    assert [_spared(k, keep) for k in (('prod', 'web-3'), ('prod', 'web-03'), ('other', 'web-3'),
-                                       ('default', 'api-0'), ('prod', 'api-0'), ('prod', 'own'))] == [
+    assert [spared(k, keep) for k in (('prod', 'web-3'), ('prod', 'web-03'), ('other', 'web-3'),
+                                      ('default', 'api-0'), ('prod', 'api-0'), ('prod', 'own'))] == [
         True, False, False, True, False, False]
 
 

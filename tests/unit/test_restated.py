@@ -4,7 +4,7 @@ own settings now make otherwise, from the revision's task in the host's records.
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.drover.fleet.plugins.module_utils import _apply_task as apply_task
+from ansible_collections.drover.fleet.plugins.module_utils import _host_look as host_look
 from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
 
 IMG = 'drover.local/busybox:1'
@@ -38,24 +38,24 @@ def fleet(host):
 
 def test_as_started_nothing_is_restated_in_either_form_and_either_cluster():
     host = {'log_drivers': ['local', 'json-file'], 'log_driver_map': {'awslogs': 'local'}}
-    assert apply_task._restated(dict(host, purge_keep=KEEP), fleet(host), RECORDS) == {}
-    assert apply_task._restated(dict(host, purge_keep=None), fleet(host), RECORDS) == {}
+    assert host_look.restated_instances(dict(host, purge_keep=KEEP), fleet(host), RECORDS) == {}
+    assert host_look.restated_instances(dict(host, purge_keep=None), fleet(host), RECORDS) == {}
 
 
 def test_a_log_driver_mapped_anew_restates_the_instances_with_the_field():
     before = {'log_drivers': ['local', 'json-file'], 'log_driver_map': {'awslogs': 'local'}}
     now = dict(before, log_driver_map={'awslogs': 'json-file'}, purge_keep=KEEP)
-    assert apply_task._restated(now, fleet(before), RECORDS) == {
+    assert host_look.restated_instances(now, fleet(before), RECORDS) == {
         ('prod', 'web-0'): ['containers[main].log_configuration'],
         ('batch', 'api-3'): ['containers[app].log_configuration']}
 
 
 def test_a_refusal_is_told_per_instance_and_a_policy_that_cannot_be_read_refuses_all_without_raising():
     before = {'log_drivers': ['local', 'json-file'], 'log_driver_map': {'awslogs': 'local'}}
-    out = apply_task._restated(dict(before, log_drivers=['json-file'], purge_keep=KEEP), fleet(before), RECORDS)
+    out = host_look.restated_instances(dict(before, log_drivers=['json-file'], purge_keep=KEEP), fleet(before), RECORDS)
     assert sorted(out) == [('batch', 'api-3'), ('prod', 'web-0')]
     assert all('not allowed on this host' in text for text in out.values()), out
-    out = apply_task._restated(dict(before, bind_paths=['srv'], purge_keep=KEEP), fleet(before), RECORDS)
+    out = host_look.restated_instances(dict(before, bind_paths=['srv'], purge_keep=KEEP), fleet(before), RECORDS)
     assert sorted(out) == [('batch', 'api-3'), ('prod', 'web-0')] and 'bind_paths' in out[('prod', 'web-0')], out
 
 
@@ -67,7 +67,7 @@ def test_a_record_that_is_no_task_is_told_as_the_share_would_fail_and_nothing_ra
                               ({'containers': [{'name': 'main', 'image': IMG, 'memory': 'lots'}]},
                                'containers[0].memory must be a whole number')):
         odd = [dict(RECORDS[0], declaration=declaration)]
-        out = apply_task._restated(dict(host, purge_keep=KEEP), fleet(host), odd)
+        out = host_look.restated_instances(dict(host, purge_keep=KEEP), fleet(host), odd)
         assert list(out) == [('prod', 'web-0')] and said in out[('prod', 'web-0')], out
 
 
@@ -77,4 +77,4 @@ def test_a_stored_registry_user_without_its_password_is_no_refusal():
     records = [dict(RECORDS[0], declaration=kept)]
     grouped = {('prod', 'web-0'): run_of(kept, ('prod', 'web-0'), 'r1', host)}
     auth = {'registry': 'r.test', 'username': 'u', 'password': 'p'}
-    assert apply_task._restated(dict(host, purge_keep=KEEP, registry_auth=auth), grouped, records) == {}
+    assert host_look.restated_instances(dict(host, purge_keep=KEEP, registry_auth=auth), grouped, records) == {}
