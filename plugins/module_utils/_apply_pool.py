@@ -179,7 +179,8 @@ class PoolPass:
             profile = self.spec.profile
             self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels,
                                                 cpus=profile.cpus if profile else None,
-                                                memory=profile.memory if profile else None, mirrors=self.mirrors)
+                                                memory=profile.memory if profile else None, mirrors=self.mirrors,
+                                                keep_pulled=not self.spec.pull_requests_from_forks)
         return self.slot_engines[idx]
 
     def remove_slot_engines(self, occupants):

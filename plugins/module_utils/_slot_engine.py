@@ -8,12 +8,20 @@ ID range of 65,536 IDs), a directory under SLOTS_ROOT owned by it (its engine's 
 with the socket, and the jobs' work folder), a network holder on the host's engine (a container that holds the
 slot's network namespace: the runner joins it, and the slot engine's published ports are there, so a step reaches
 a service container at localhost:<port>), and Debian's dockerd-rootless.sh run as that user in the holder's
-network namespace. A container escape in a job lands as that user. The engine outlives the slot's runners (its
-images and build cache stay, a layer cache of the slot's own); after each runner its containers, volumes and
-networks go.
+network namespace. A container escape in a job lands as that user. The engine outlives the slot's runners; after
+each runner, nothing a job made stays for the next: its containers, volumes, networks, build cache and images go
+(but images pulled from Docker Hub, kept under a name of root's alone, so that the next pull fetches nothing), and
+so does everything in the slot's work folder and home.
 
-Owns: the slot user, its directory, the holder, starting and stopping the slot engine, emptying it between jobs,
-and the binds a runner gets. Needs, on the host: rootlesskit, slirp4netns, newuidmap (uidmap), and /dev/net/tun
+A job commands its slot's engine, so whatever the slot's user can write, a job can write (a job container binds any
+path the engine can reach). Root's own files of a slot therefore live where that user cannot write: the slot's top
+directory is root's (0711), and holds the engine's configuration, log and the record of the process root started;
+only the folders below it (home, run, data, work) are the slot user's. The engine is known by what root started (its
+pid with its start time), never by a pid read from the slot user's files, and its socket is used only once proven
+to be its dockerd's (the peer's credentials), through a link of root's that a job cannot replace.
+
+Owns: the slot user, its directory, the holder, starting and stopping the slot engine (and every process of the slot
+user when it stops), proving its socket, emptying it between jobs, and the binds a runner gets. Needs, on the host: rootlesskit, slirp4netns, newuidmap (uidmap), and /dev/net/tun
 usable by any user (the host role prepares them).
 """
 
@@ -26,7 +34,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
+import struct
 import subprocess
 import time
 
@@ -42,6 +52,10 @@ START_TIMEOUT = 60
 HOLDER_ROLE = 'slot-holder'
 SOCKET_IN_RUNNER = '/var/run/docker.sock'
 LINK_LOCAL = '169.254.0.0/16'
+STOP_WAIT = 20                          # seconds an engine has to stop on SIGTERM before its user's processes are killed
+SWEEP_WAIT = 5                          # seconds the slot user's processes have to go once killed
+ROOT_FILE_MAX = 64 * 1024               # the most root reads of a file of its own in a slot's directory
+KEPT_REPOSITORY = 'drover-kept'         # the one name an image pulled from Docker Hub keeps between jobs
 
 
 class SlotEngineError(Exception):
@@ -75,8 +89,10 @@ class SlotEngine:
     """One slot's engine: `engine` is the host's (for the holder), `labels` those of the slot's holder."""
 
     def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT, cpus=None, memory=None,
-                 mirrors=None):
+                 mirrors=None, keep_pulled=True):
         self.engine = engine
+        # Whether images pulled from Docker Hub stay between jobs (kept_image); a pool of forks' jobs keeps none.
+        self.keep_pulled = keep_pulled
         # The registry mirrors its engine pulls through (gh_runner_slot's mirror): a list, or None to keep what its
         # configuration says (a mirror that is down this pass: the engine falls back to the registry itself).
         self.mirrors = mirrors
@@ -89,8 +105,15 @@ class SlotEngine:
         self.dir = os.path.join(root, self.id)
         self.work = os.path.join(self.dir, 'work')
         self.run_dir = os.path.join(self.dir, 'run')
+        # root's, in the slot's top directory (root's): the engine's configuration, log, the process root started,
+        # and root's link to the engine's socket once proven
         self.config_file = os.path.join(self.dir, 'daemon.json')
+        self.log_file = os.path.join(self.dir, 'engine.log')
+        self.pid_file = os.path.join(self.dir, 'engine.pid')
+        self.socket_link = os.path.join(self.dir, 'engine.sock')
+        # the slot user's (the engine makes it in its runtime directory): never used before it is proven
         self.socket = os.path.join(self.run_dir, 'docker.sock')
+        self.dockerd = None             # the pid of the engine's dockerd, once its socket was proven this pass
         self.holder_name = 'drover-slot-%s' % self.id
         self.holder_image = holder_image
         self.labels = dict(labels, **{'drover.role': HOLDER_ROLE})
@@ -119,19 +142,21 @@ class SlotEngine:
         return self._ids()
 
     def ensure_dirs(self, uid, gid):
+        """The slot's top directory, root's (0711: the slot's user enters it, and can make nothing in it), and below
+        it the folders that are the slot user's alone (0700): home, run, data, work. Nothing is followed: a link or a
+        file where a folder goes is removed, owners and modes are set through the folder's own descriptor. A top
+        directory that was the slot user's (an earlier release made it so) loses root's files in it: a job could
+        have put them there."""
         if not os.path.isdir(self.root):
             os.makedirs(self.root, 0o711)
         os.chmod(self.root, 0o711)
+        if _own_dir(self.dir, 0, 0, 0o711) != 0:
+            for path in (self.pid_file, self.log_file, self.config_file, self.socket_link):
+                _unlink(path)
         # Only the slot's user (its runner and its engine) enters any of it: another slot's engine, which resolves a
         # bind mount's path as its own user, cannot mount this slot's workspace or data.
-        for path in (self.dir, os.path.join(self.dir, 'home'), self.run_dir, os.path.join(self.dir, 'data'),
-                     self.work):
-            if not os.path.isdir(path) or os.path.islink(path):
-                if os.path.lexists(path):
-                    raise SlotEngineError('%s is not a directory' % path)
-                os.mkdir(path, 0o700)
-            os.chown(path, uid, gid)
-            os.chmod(path, 0o700)
+        for path in (os.path.join(self.dir, 'home'), self.run_dir, os.path.join(self.dir, 'data'), self.work):
+            _own_dir(path, uid, gid, 0o700)
 
     # --- the holder -----------------------------------------------------------------------------
 
@@ -171,24 +196,57 @@ class SlotEngine:
 
     # --- the engine -----------------------------------------------------------------------------
 
-    def _pidfile(self):
-        return os.path.join(self.dir, 'engine.pid')
-
-    def _pid(self):
+    def _engine(self):
+        """The pid of the engine's first process as root started it (its record, root's, names the pid and that
+        process's start time), while that process runs; else None."""
+        raw = _read_root_file(self.pid_file)
         try:
-            with open(self._pidfile()) as handle:
-                pid = int(handle.read().strip())
-            os.kill(pid, 0)
-            return pid
-        except (OSError, ValueError):
+            record = json.loads(raw) if raw is not None else None
+            pid, start = int(record['pid']), int(record['start'])
+        except (ValueError, TypeError, KeyError):
             return None
+        return pid if pid > 1 and _start_time(pid) == start and _alive(pid) else None
+
+    def _uid_gid(self):
+        return self.ids or self._ids()
+
+    def _prove_socket(self):
+        """Root's link to the engine's socket (socket_link), made anew from what the engine's runtime directory
+        holds, once that is proven to be a socket whose listener is the dockerd of the engine root started (the
+        child of rootlesskit's child); else None. What a job put there (a link to another socket, a socket of its
+        own, a file) is never used."""
+        self.dockerd = None
+        engine, ids = self._engine(), self._uid_gid()
+        if engine is None or ids is None:
+            return None
+        fresh = self.socket_link + '.new'
+        _unlink(fresh)
+        try:
+            os.link(self.socket, fresh, follow_symlinks=False)     # whatever is there, itself: never through a link
+        except OSError:
+            return None
+        try:
+            info = os.lstat(fresh)
+            if not stat.S_ISSOCK(info.st_mode) or info.st_uid != ids[0]:
+                return None
+            peer = _listener(fresh)
+            if peer is None or peer[1] != ids[0] or _parent(_parent(peer[0])) != engine:
+                return None
+            os.replace(fresh, self.socket_link)
+        except OSError:
+            return None
+        finally:
+            _unlink(fresh)
+        self.dockerd = peer[0]
+        return self.socket_link
 
     def client(self, timeout=30):
         import docker
-        return docker.APIClient(base_url='unix://%s' % self.socket, timeout=timeout, version='auto')
+        return docker.APIClient(base_url='unix://%s' % self.socket_link, timeout=timeout, version='auto')
 
     def answers(self):
-        if not os.path.exists(self.socket):
+        """Whether the engine root started answers on its proven socket."""
+        if self._prove_socket() is None:
             return False
         try:
             client = self.client(timeout=5)
@@ -217,7 +275,7 @@ class SlotEngine:
             reload = self._write_config()
         except OSError as exc:
             raise SlotEngineError('slot %s: its engine\'s configuration: %s' % (self.id, exc))
-        if self._pid() is not None and self.answers() and (not reload or self._reload()):
+        if self.answers() and (not reload or self._reload()):
             return False
         self.stop_engine()
         env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'HOME': os.path.join(self.dir, 'home'),
@@ -231,20 +289,27 @@ class SlotEngine:
             argv = ['sh', '-c', 'for f in $DROVER_CGROUP_PROCS; do echo $$ > "$f" || exit 1; done; exec "$@"',
                     'sh'] + argv
             env['DROVER_CGROUP_PROCS'] = ' '.join(procs)
-        log = open(os.path.join(self.dir, 'engine.log'), 'ab')
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=self.dir,
-                                    start_new_session=True, close_fds=True)
-        finally:
-            log.close()
-        with open(self._pidfile(), 'w') as handle:
-            handle.write('%d\n' % proc.pid)
+            log = _files.open_file(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=self.dir,
+                                        start_new_session=True, close_fds=True)
+            finally:
+                os.close(log)
+            _files.write_whole(self.pid_file, json.dumps({'pid': proc.pid, 'start': _start_time(proc.pid)}) + '\n',
+                               0o600)
+        except OSError as exc:
+            raise SlotEngineError('slot %s: its engine cannot be started: %s' % (self.id, exc))
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise SlotEngineError('the engine of slot %s exited (%s): see %s' % (
-                    self.id, proc.returncode, os.path.join(self.dir, 'engine.log')))
+                    self.id, proc.returncode, self.log_file))
             if self.answers():
+                # what an engine of an earlier release (or one stopped midway) kept goes as after a job
+                problems = self._clean()
+                if problems:
+                    raise SlotEngineError('; '.join(problems))
                 return True
             time.sleep(0.2)
         raise SlotEngineError('the engine of slot %s did not answer within %d s' % (self.id, START_TIMEOUT))
@@ -252,11 +317,7 @@ class SlotEngine:
     def _write_config(self):
         """The engine's configuration file (root's, 0644: the slot's user reads it) as `mirrors` says; whether it
         changed."""
-        try:
-            with open(self.config_file) as handle:
-                had = handle.read()
-        except OSError:
-            had = None
+        had = _read_root_file(self.config_file)
         if self.mirrors is None and had is not None:
             return False
         text = json.dumps({'registry-mirrors': list(self.mirrors)} if self.mirrors else {}, sort_keys=True) + '\n'
@@ -267,15 +328,16 @@ class SlotEngine:
 
     def _reload(self):
         """A running engine reads its configuration file again (registry-mirrors is one it reloads on SIGHUP);
-        False when it cannot be told (then it is started again)."""
+        False when it cannot be told (then it is started again). The signal goes to the dockerd whose socket was
+        proven (answers()), never to a pid a file names."""
+        if self.dockerd is None:
+            return False
         try:
-            with open(os.path.join(self.run_dir, 'docker.pid')) as handle:
-                pid = int(handle.read().strip())
-            with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+            with open('/proc/%d/cmdline' % self.dockerd, 'rb') as handle:
                 if self.config_file.encode() not in handle.read().split(b'\0'):
                     return False            # an engine started before it had this file
-            os.kill(pid, signal.SIGHUP)
-        except (OSError, ValueError):
+            os.kill(self.dockerd, signal.SIGHUP)
+        except OSError:
             return False
         return True
 
@@ -321,45 +383,112 @@ class SlotEngine:
         return None
 
     def stop_engine(self):
-        pid = self._pid()
-        if pid is not None:
+        """The engine stopped: the process group root started asked to stop (SIGTERM, STOP_WAIT seconds), then every
+        process left of the slot's user killed as that user (its containerd, its containers' processes, what a job
+        left running), so that nothing of the engine's outlives it; root's record of it and its socket link go."""
+        engine = self._engine()
+        if engine is not None:
             try:
-                os.killpg(pid, signal.SIGTERM)
+                os.killpg(engine, signal.SIGTERM)
             except OSError:
                 pass
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and _alive(pid):
+            deadline = time.monotonic() + STOP_WAIT
+            while time.monotonic() < deadline and _alive(engine):
                 time.sleep(0.1)
-            if _alive(pid):
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        ids = self._uid_gid()
+        if ids is not None and ids[0] != 0:
+            self._sweep(*ids)
+        for path in (self.pid_file, self.socket_link):
+            _unlink(path)
+        # The engine's runtime directory too (its pid file, where a job may have named a live process so that
+        # dockerd would not start; rootlesskit's state): the next engine finds only what it makes.
         try:
-            os.unlink(self._pidfile())
+            _clear(self.run_dir)
         except OSError:
             pass
+        self.dockerd = None
+
+    @staticmethod
+    def _sweep(uid, gid):
+        """Every process of the slot's user killed, by that user (kill(-1) signals what it may signal: its own
+        processes, and those of its user namespaces), and waited for a little."""
+        child = os.fork()
+        if child == 0:                  # (only system calls here, then out: no cleanup of the parent's state)
+            try:
+                os.setgroups([])
+                os.setresgid(gid, gid, gid)
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)             # pylint: disable=protected-access
+        os.waitpid(child, 0)
+        deadline = time.monotonic() + SWEEP_WAIT
+        while time.monotonic() < deadline and _processes_of(uid):
+            time.sleep(0.1)
 
     def empty(self):
-        """After a job: the slot engine's containers, volumes and networks go; its images and build cache stay.
-        [] or the warnings."""
+        """After a job, nothing it left for the next job of the slot: the slot engine's containers, volumes, networks
+        and build cache go, its images but those pulled from Docker Hub (kept_image), and everything in the slot's
+        work folder and home. An engine that cannot be proven (a job took its socket away, or put something else
+        there) or emptied is stopped with every process of the slot's user, and its data removed: the next runner's
+        pass starts it anew, empty. [] or the warnings."""
         if not self.answers():
-            return []
-        warnings = []
+            return self._reset('its engine did not answer after the job')
+        problems = self._clean()
+        if problems:
+            return problems + self._reset('its engine could not be emptied')
+        return self._clear_folders()
+
+    def _clean(self):
+        """The engine emptied of what jobs made (see empty); [] or the problems."""
+        problems = []
         client = self.client()
         try:
             for row in client.containers(all=True):
                 try:
                     client.remove_container(row['Id'], force=True, v=True)
                 except Exception as exc:  # pylint: disable=broad-except
-                    warnings.append('slot %s: container %s stays: %s' % (self.id, row['Id'][:12], exc))
+                    problems.append('slot %s: container %s stays: %s' % (self.id, row['Id'][:12], exc))
             client.prune_volumes(filters={'all': 'true'} if _api_at_least(client, '1.42') else None)
             client.prune_networks()
+            for image in client.images():
+                name = kept_image(image, self.keep_pulled)
+                refs = [r for r in (image.get('RepoTags') or []) + (image.get('RepoDigests') or [])
+                        if '<none>' not in r and r != name]
+                if name is None:
+                    client.remove_image(image['Id'], force=True)
+                    continue
+                client.tag(image['Id'], *name.split(':', 1))
+                for ref in refs:
+                    client.remove_image(ref, noprune=True)
+            client.prune_images(filters={'dangling': True})
+            client.prune_builds(all=True)
         except Exception as exc:  # pylint: disable=broad-except
-            warnings.append('slot %s: its engine could not be emptied: %s' % (self.id, exc))
+            problems.append('slot %s: its engine could not be emptied: %s' % (self.id, exc))
         finally:
             client.close()
-        return warnings
+        return problems
+
+    def _clear_folders(self):
+        """Everything under the slot's work folder and home removed (as root, links never followed)."""
+        problems = []
+        for folder in (self.work, os.path.join(self.dir, 'home')):
+            try:
+                _clear(folder)
+            except OSError as exc:
+                problems.append('slot %s: %s could not be emptied: %s' % (self.id, folder, exc))
+        return problems
+
+    def _reset(self, why):
+        """The engine stopped (every process of the slot's user killed) and its data, work folder and home removed;
+        the warnings."""
+        self.stop_engine()
+        out = ['slot %s: %s: it was stopped and its data removed (the next job starts it anew)' % (self.id, why)]
+        try:
+            _clear(os.path.join(self.dir, 'data'))
+        except OSError as exc:
+            out.append('slot %s: its data could not be removed: %s' % (self.id, exc))
+        return out + self._clear_folders()
 
     def remove(self, keep_data=True):
         """The slot's engine stopped and its holder removed; its directory too unless `keep_data`."""
@@ -386,9 +515,45 @@ class SlotEngine:
             _run(['userdel', self.user])
 
     def binds(self):
-        """What a runner of the slot gets: the slot engine's socket where Docker's clients look for it, and the
+        """What a runner of the slot gets: the slot engine's socket (root's proven link to it, which a job cannot
+        replace) where Docker's clients look for it, and the
         work folder at the same path as the engine sees it (a job's `docker run -v "$PWD:/w"` names a host path)."""
-        return ['%s:%s' % (self.socket, SOCKET_IN_RUNNER), '%s:%s' % (self.work, self.work)]
+        return ['%s:%s' % (self.socket_link, SOCKET_IN_RUNNER), '%s:%s' % (self.work, self.work)]
+
+
+def kept_image(image, keep_pulled=True):
+    """The one name under which an image of a slot engine stays after a job (`drover-kept:<its ID>`), or None when
+    it goes: only an image pulled from Docker Hub (a digest of a Hub name: what the pools' mirror serves) stays,
+    under a name of root's, every name a job could have given it (a tag, a digest) removed. What a job built,
+    tagged, loaded or pulled from another registry goes, and every image where `keep_pulled` is false (a pool of
+    forks' jobs). A later job's `docker pull` of that image finds its layers: nothing is fetched again."""
+    if not keep_pulled or not any(_hub_name(ref.partition('@')[0]) for ref in image.get('RepoDigests') or ()
+                                  if ref.partition('@')[2].startswith('sha256:')):
+        return None
+    return '%s:%s' % (KEPT_REPOSITORY, image['Id'].split(':')[-1][:20])
+
+
+def _hub_name(name):
+    """Whether a repository name is Docker Hub's (no registry host before its first `/`, or Docker Hub's own)."""
+    first, slash, dummy = name.partition('/')
+    if not first or first.startswith('<'):
+        return False
+    if not slash or not ('.' in first or ':' in first or first == 'localhost'):
+        return True
+    return first in ('docker.io', 'index.docker.io', 'registry-1.docker.io')
+
+
+def _clear(folder):
+    """Remove everything under `folder` (as root; a link is removed, never followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 def _api_at_least(client, version):
@@ -409,6 +574,102 @@ def _alive(pid):
             return handle.read().split(')')[-1].split()[0] != 'Z'
     except OSError:
         return False
+
+
+def _proc_stat(pid):
+    """The fields of /proc/<pid>/stat after the command's name (state first), or None."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_time(pid):
+    """When the process started (clock ticks after boot): with its pid, what names one process; None."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
+def _parent(pid):
+    fields = _proc_stat(pid) if pid else None
+    return int(fields[1]) if fields else None
+
+
+def _processes_of(uid):
+    """The pids of the processes whose real user is `uid`."""
+    out = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat('/proc/%s' % name).st_uid == uid:
+                out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def _listener(path, timeout=5):
+    """(pid, uid, gid) of the process that listens on the Unix socket `path` (SO_PEERCRED), or None."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        return struct.unpack('3i', sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize('3i')))
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+def _read_root_file(path):
+    """What root's own file at `path` holds (at most ROOT_FILE_MAX bytes, as text), or None: only a regular file of
+    root's, opened without following a link and without waiting (a FIFO or a device is never read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, 'O_CLOEXEC', 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0:
+            return None
+        return os.read(fd, ROOT_FILE_MAX).decode('utf-8', 'replace')
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _own_dir(path, uid, gid, mode):
+    """The directory `path` made (or kept) with that owner and mode, never through a link: a link or anything
+    else where it goes is removed first. Returns the owner it had (-1: made now)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        os.unlink(path)
+        info = None
+    if info is None:
+        os.mkdir(path, 0o700)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0))
+    try:
+        had = os.fstat(fd)
+        if (had.st_uid, had.st_gid) != (uid, gid):
+            os.fchown(fd, uid, gid)
+        if stat.S_IMODE(had.st_mode) != mode:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    return -1 if info is None else had.st_uid
 
 
 def _run(argv):

@@ -2,7 +2,8 @@
 """profile.docker rootless on the real engine, against the GitHub stand-in, with jobs that run scripts: each slot
 has a Docker engine of its own, run by an unprivileged user of its own; a job builds an image, runs it with its
 workspace mounted, reaches a service it started at localhost; another slot sees none of it; after a job the slot
-engine holds no container, volume or network but keeps its images; a job cannot reach the host through it."""
+engine holds no container, volume, network or image the job made, and the work folder is empty; a job cannot reach
+the host through it."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -55,7 +56,8 @@ JOB_OTHER = ('sleep 2; echo "other slot sees: [$(docker ps -aq | tr "\\n" " ")]"
              'head -1)"')
 JOB_AGAIN = ('echo "containers: $(docker ps -aq | wc -l)"; echo "volumes: $(docker volume ls -q | wc -l)"; '
              'echo "networks: $(docker network ls --format "{{.Name}}" | sort | tr "\\n" " ")"; '
-             'docker image inspect mine:1 >/dev/null && echo "image: kept"')
+             'docker image inspect mine:1 >/dev/null 2>&1 && echo "image: kept" || echo "image: gone"; '
+             'echo "work: [$(ls -A "$PWD" | tr "\\n" " ")]"')
 
 
 def pool_runner(module_runner, standin, store_path, pool, slots=1, memory=1024):
@@ -118,11 +120,13 @@ def test_a_rootless_engine_per_slot(engine, standin, module_runner, store_path, 
             assert not host.get('Privileged'), c.name
             assert not any(b.split(':')[0] in ('/var/run/docker.sock', '/run/docker.sock') for b in host.get('Binds') or []), c.name
 
-        # the next job of slot 1: its engine is empty but for its images
+        # the next job of slot 1: its engine is empty, the image the job built gone with the rest, and the work
+        # folder (where the first job left in.txt and ctx/) empty
         standin.queue_job(REPO, ['self-hosted', pool_name], name='again', script=JOB_AGAIN)
         third = run()
         again = finish(third['started'])[1]
-        assert 'containers: 0' in again and 'volumes: 0' in again and 'image: kept' in again, again
+        assert 'containers: 0' in again and 'volumes: 0' in again and 'image: gone' in again, again
+        assert 'work: []' in again, again
         assert 'networks: bridge host none' in again, again
     finally:
         run(state='absent', kill_busy=True)
