@@ -5,12 +5,18 @@
 
 Reads what the play found on every host (capacity, the tasks it runs, whether its engine answered, the services
 it declares) and asks the decider (_plan_service.plan) where each task instance runs; returns each host's share
-as task declarations for drover.fleet.tasks. Keeps nothing between runs: where the services stand is read from
-the hosts each time, so controllers (AWX jobs, timers) agree. Changes nothing.
+as task declarations for drover.fleet.tasks. Keeps nothing between runs (but the records key, _records_key's):
+where the services stand is read from the hosts each time, so controllers (AWX jobs, timers) holding the same
+key agree. Changes nothing.
 
 A run that does not see every host declaring services (`complete` false: --limit, a subset, a host's own timer)
 places nothing: each host keeps the instances it runs. A service it cannot take (bad fields, declared two ways)
 is not placed either: its instances stay where they run, and a warning says why.
+
+The revision records the hosts keep are taken only from the hosts that declare the service, and only where the
+controller sealed them (records_key, else the key file of _records_key) and their revision is the digest of their
+declaration: a host may write anything into its own store, but never a record that decides what another runs.
+Must not: return, log or hand a host the records key.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
@@ -25,6 +32,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _plan_service 
 from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
     DEFAULT_CLUSTER, RECORD_KEYS, instance_index)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
+from ansible_collections.drover.fleet.plugins.plugin_utils._records_key import RecordsKeyError, records_key
 
 # What a placement tells without its declarations (which may hold registry passwords): the events and the
 # services' views that drover.fleet.events reads, the report and the services whose deployment goes on.
@@ -134,17 +142,52 @@ def _state(task):
     return state, failed
 
 
-class _Histories(dict):
-    """The revision records the hosts keep of each service (cluster, name), merged, on first use."""
+def _held(records, services):
+    """Of revision records (as a host's look tells them), those of `services` ({(cluster, name)})."""
+    return [r for r in records or () if isinstance(r, dict) and isinstance(r.get('cluster'), str)
+            and isinstance(r.get('service'), str) and (r['cluster'], r['service']) in services]
 
-    def __init__(self, raw_hosts):
+
+class _Histories(dict):
+    """The revision records the hosts keep of each service (cluster, name), merged, on first use: those of the hosts
+    that declare the service alone, sealed under `seal_key`, their revision the digest of their declaration, their
+    numbers within bounds (others are dropped, a warning a host and service)."""
+
+    def __init__(self, raw_hosts, seal_key, warnings):
         dict.__init__(self)
-        self.raw_hosts = raw_hosts
+        self.raw_hosts, self.seal_key, self.warnings = raw_hosts, seal_key, warnings
+        self.owners = {}
+        for raw in raw_hosts:
+            for svc in raw.get('services') or ():
+                if isinstance(svc, dict) and isinstance(svc.get('name'), str):
+                    self.owners.setdefault((svc.get('cluster') or DEFAULT_CLUSTER, svc['name']), set()).add(
+                        raw['name'])
 
     def __missing__(self, key):
-        self[key] = pd.merge(r for raw in self.raw_hosts for r in raw.get('revisions') or ()
-                             if isinstance(r, dict) and (r.get('cluster'), r.get('service')) == key)
+        taken = []
+        for raw in self.raw_hosts:
+            held = _held(raw.get('revisions'), set([key]))
+            if raw['name'] in self.owners.get(key, ()):
+                reasons = [pd.untrusted(self.seal_key, r, key) for r in held]
+            else:
+                reasons = ['its host does not declare the service'] * len(held)
+            taken.extend(r for r, why in zip(held, reasons) if why is None)
+            dropped = [why for why in reasons if why is not None]
+            if dropped:
+                self.warnings.append('host %s: %d revision record%s of service %s (cluster %s) not taken: %s'
+                                     % (raw['name'], len(dropped), '' if len(dropped) == 1 else 's', key[1], key[0],
+                                        ', '.join(sorted(set(dropped)))))
+        self[key] = pd.merge(taken)
         return self[key]
+
+
+def _own(raw, key):
+    """The records a host holds of service `key` ((cluster, name)) whose revision is the digest of their declaration,
+    sealed or not, by revision: what keeps its own instances that are not placed this pass as they run, where the
+    sealed history lacks their revision (a run without the records key: a host's own timer). A host's records never
+    decide what another runs."""
+    return dict((r['revision'], r) for r in _held(raw.get('revisions'), set([key]))
+                if isinstance(r.get('declaration'), dict) and r.get('revision') == pd.revision_of(r['declaration']))
 
 
 def _as_kept(raw, history, index, revision):
@@ -205,12 +248,14 @@ def _view(svc, raw, step, decided, seen):
             'unplaced': decided.unplaced.get(svc.name)}
 
 
-def _records(steps, by_raw, specs):
-    """{host: the revision records it keeps}, for every host of each service (its converge writes them)."""
+def _records(steps, by_raw, specs, seal_key):
+    """{host: the revision records it keeps}, for every host of each service (its converge writes them), each
+    sealed under `seal_key`."""
     out = {}
     for svc in specs:
         cluster = by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER
-        recs = [dict(r, cluster=cluster, service=svc.name) for dummy, r in sorted(steps[svc.name].records.items())]
+        recs = [pd.sealed(seal_key, dict(r, cluster=cluster, service=svc.name))
+                for dummy, r in sorted(steps[svc.name].records.items())]
         for host in sorted(svc.hosts or ()):
             out.setdefault(host, []).extend(recs)
     return out
@@ -234,10 +279,13 @@ def offered(raw):
     return out
 
 
-def place(raw_hosts, complete=True, now=None):
+def place(raw_hosts, complete=True, now=None, *, seal_key):
     """The placement: placement ({host: [task declaration]}), clusters ({host: [cluster]}), revisions ({host: [the
-    revision records it keeps]}), services (a view each), deploying (the services whose deployment is under way),
-    events, unplaced, down ({host: why}), warnings, report (lines)."""
+    revision records it keeps]}, sealed under `seal_key`, the records key: bytes; None only where not `complete`,
+    which writes no records), services (a view each), deploying (the services whose deployment is under way), events,
+    unplaced, down ({host: why}), warnings, report (lines)."""
+    if complete and not seal_key:
+        raise ValueError('a placement seals the records it hands the hosts: it needs the records key')
     now = now or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     warnings = []
     declared, mixed = _services(raw_hosts, warnings)
@@ -266,7 +314,7 @@ def place(raw_hosts, complete=True, now=None):
         refused[name] = by_raw[name]
     specs = [s for s in specs if s.name not in clash]
     found, kept = [], dict((h, []) for h in up if up[h])
-    histories = _Histories(raw_hosts)
+    histories = _Histories(raw_hosts, seal_key, warnings)
     for raw in raw_hosts:
         if not up[raw['name']]:
             continue
@@ -283,7 +331,10 @@ def place(raw_hosts, complete=True, now=None):
                     found.append((name, pd.Seen(index, raw['name'], task.get('revision'), state, failed)))
                 else:                                   # not placed this pass: it stays where it runs
                     key = (svc.get('cluster') or DEFAULT_CLUSTER, name)
-                    kept[raw['name']].append(_as_kept(svc, histories[key], index, task.get('revision')))
+                    history = _own(raw, key)
+                    if seal_key:
+                        history.update(histories[key])
+                    kept[raw['name']].append(_as_kept(svc, history, index, task.get('revision')))
     placement = dict((h, list(v)) for h, v in kept.items())
     views, unplaced, events, revisions = [], {}, [], {}
     if complete:
@@ -303,7 +354,7 @@ def place(raw_hosts, complete=True, now=None):
                 placement[s.host].append(_as_kept(by_raw[svc.name], step.records, s.index, s.revision))
             views.append(_view(svc, by_raw[svc.name], step, decided, [s for n, s in found if n == svc.name]))
             events.extend(step.events)
-        revisions = _records(steps, by_raw, specs)
+        revisions = _records(steps, by_raw, specs, seal_key)
     for decls in placement.values():
         decls.sort(key=lambda d: d['name'])
     clusters = sorted(set(raw.get('cluster') or DEFAULT_CLUSTER for raw in list(by_raw.values())
@@ -328,7 +379,7 @@ def _records_of(records, services):
     """Revision records as comparable text, those of `services` ({(cluster, name)}) alone."""
     return sorted(json.dumps(dict(dict((k, r.get(k)) for k in RECORD_KEYS), generation=r.get('generation') or 0),
                              sort_keys=True)
-                  for r in records if isinstance(r, dict) and (r.get('cluster'), r.get('service')) in services)
+                  for r in _held(records, services))
 
 
 def _second_pass(raw, share, clusters, placed, records, complete):
@@ -387,13 +438,19 @@ class ActionModule(ActionBase):
             'hosts': {'type': 'list', 'elements': 'dict'},
             'complete': {'type': 'bool', 'default': True},
             'report': {'type': 'dict'},
+            'records_key': {'type': 'str', 'no_log': True},
         }, mutually_exclusive=[('hosts', 'report')], required_one_of=[('hosts', 'report')])
         if args['report'] is not None:
             # A placement's public part (no declaration, no secret), for the events and the recap.
             result.update((k, args['report'].get(k)) for k in PUBLIC)
         else:
+            try:
+                # (a run that places nothing writes no records: it makes no key, on a host's own timer above all)
+                seal_key = records_key(args['records_key'], create=args['complete'])
+            except RecordsKeyError as exc:
+                raise AnsibleActionFail(str(exc))
             raw_hosts = [offered(raw) for raw in args['hosts']]
-            placed = place(raw_hosts, args['complete'])
+            placed = place(raw_hosts, args['complete'], seal_key=seal_key)
             placed['public'] = dict((k, placed[k]) for k in PUBLIC)
             result.update(placed)
             # the hosts whose look answered: each converges its tasks with its share

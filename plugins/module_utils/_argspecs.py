@@ -166,7 +166,8 @@ def ecs_task_spec():
         service_revisions=dict(type='list', elements='dict', options=dict(
             cluster=dict(type='raw'), service=dict(type='raw'), revision=dict(type='raw'), number=dict(type='raw'),
             status=dict(type='raw'), rollback_of=dict(type='raw'), generation=dict(type='raw'),
-            declaration=dict(type='dict', options=dict((k, v) for k, v in TASK_ENTRY_OPTIONS.items())))),
+            declaration=dict(type='dict', options=dict((k, v) for k, v in TASK_ENTRY_OPTIONS.items())),
+            seal=dict(type='raw'))),
         host_check=dict(type='dict', options=host_check_options()),
         gpu_strict=dict(type='bool', default=False),
         allow_host_network=dict(type='bool', default=False),

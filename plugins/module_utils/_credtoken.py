@@ -11,7 +11,8 @@ cluster, task, role) under the host key: a random 32-byte file next to the host 
 mode 0600, made once), so nothing about it is stored, and a task adopted after the store was lost gets the
 same token again from its labels.
 
-Owns: the key file (made once, read without following links) and the token formula.
+Owns: the key file (made once, read without following links), how such a key file is made and read (key_file,
+which the services' records key of the controller shares: plugin_utils/_records_key.py) and the token formula.
 Must not: return, log or store a token or the key; the token only ever goes into its task's containers'
 environment.
 """
@@ -41,35 +42,37 @@ def key_path(store_path):
     return os.path.join(os.path.dirname(store_path), KEY_FILE)
 
 
-def _read(path):
+def _read(path, what, size):
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
-        raise HostKeyError('cannot read the host credentials key %s: %s' % (path, exc.strerror))
+        raise HostKeyError('cannot read the %s %s: %s' % (what, path, exc.strerror))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) & 0o077 or info.st_uid != os.geteuid():
-            raise HostKeyError('the host credentials key %s must be a regular file of this user, mode 0600' % path)
-        data = os.read(fd, KEY_BYTES + 1)
+            raise HostKeyError('the %s %s must be a regular file of this user, mode 0600' % (what, path))
+        data = os.read(fd, size + 1)
     finally:
         os.close(fd)
-    if len(data) != KEY_BYTES:
-        raise HostKeyError('the host credentials key %s is not %d bytes long' % (path, KEY_BYTES))
+    if len(data) != size:
+        raise HostKeyError('the %s %s is not %d bytes long' % (what, path, size))
     return data
 
 
-def host_key(store_path, create=False):
-    """The host key (bytes), made (once, 0600, atomically) when missing and `create`; None when missing."""
-    path = key_path(store_path)
-    key = _read(path)
+def key_file(path, what, create=False, size=KEY_BYTES, new=None):
+    """The key in the file `path` (`size` bytes), made (once, 0600, atomically: written aside with O_EXCL, linked
+    into place) when missing and `create`, of `new()` (else random bytes); None when missing. It is read without
+    following a link, from a regular file of this user, mode 0600, alone. `what` names it in an error (HostKeyError),
+    never its content."""
+    key = _read(path, what, size)
     if key is not None or not create:
         return key
     tmp = '%s.%d.tmp' % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
     try:
-        os.write(fd, os.urandom(KEY_BYTES))
+        os.write(fd, new() if new else os.urandom(size))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -77,10 +80,15 @@ def host_key(store_path, create=False):
         os.link(tmp, path)              # never replaces a key another process made meanwhile
     except OSError as exc:
         if exc.errno != errno.EEXIST:
-            raise HostKeyError('cannot make the host credentials key %s: %s' % (path, exc.strerror))
+            raise HostKeyError('cannot make the %s %s: %s' % (what, path, exc.strerror))
     finally:
         os.unlink(tmp)
-    return _read(path)
+    return _read(path, what, size)
+
+
+def host_key(store_path, create=False):
+    """The host key (bytes), made (once, 0600, atomically) when missing and `create`; None when missing."""
+    return key_file(key_path(store_path), 'host credentials key', create)
 
 
 def token(key, cred_id, cluster, task, role_arn):

@@ -10,7 +10,9 @@ instances of it the pass may have, which instances of other revisions stop, whet
 events. ECS's rolling update: at least `minimum_healthy_percent` of the desired count healthy (rounded up), at
 most `maximum_percent` running (rounded down); the breaker's threshold is half the desired count, at least 3, at
 most 200, counted over the new revision's failed runs; a tripped breaker marks the revision failed and, with
-`rollback`, makes the last revision that completed the target again.
+`rollback`, makes the last revision that completed the target again. A record's seal (an HMAC under the
+controller's key) and which records of a service a host holds can be taken (`untrusted`): a host keeps the records,
+but may not write one of its own that the placement takes.
 Must not: place anything (_plan_service does, with the counts this gives), read a host or keep anything between
 calls: the revision records come from the hosts and go back to them (design.md: a fleet-wide decision is a pure
 function of the hosts' observed state).
@@ -26,11 +28,12 @@ __metaclass__ = type
 
 import collections
 import hashlib
+import hmac
 import json
 import math
 
 from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
-    COMPLETED, FAILED, IN_PROGRESS, REPLACED, stored_declaration)
+    COMPLETED, FAILED, IN_PROGRESS, REPLACED, SEALED_KEYS, STATUSES, bounded, stored_declaration)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 DEFAULTS = {'minimum_healthy_percent': 100, 'maximum_percent': 200}
@@ -106,6 +109,41 @@ def revision_of(task):
     that a rotated password is not a new revision)."""
     text = json.dumps(stored_declaration(task), sort_keys=True, default=str)
     return hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]
+
+
+def seal(key, record):
+    """A revision record's seal: hex HMAC-SHA256 under `key` (the controller's, bytes) of a canonical JSON of its
+    fields (SEALED_KEYS). The same record gives the same seal on every controller holding the key."""
+    fields = dict((k, record.get(k)) for k in SEALED_KEYS)
+    text = json.dumps(['drover-service-record-v1', fields], sort_keys=True, separators=(',', ':'), default=str)
+    return hmac.new(key, text.encode('utf-8'), hashlib.sha256).hexdigest()
+
+
+def sealed(key, record):
+    """The record with its seal."""
+    out = dict(record)
+    out['seal'] = seal(key, out)
+    return out
+
+
+def untrusted(key, record, service):
+    """Why a revision record that a host holds of `service` ((cluster, name)) is not taken, or None where it is:
+    its seal must be the controller's over its fields, its revision the digest of its declaration, its numbers
+    within their bounds. What it says is a reason of a few words, never the record's content."""
+    if (record.get('cluster'), record.get('service')) != tuple(service):
+        return 'of another service'
+    if not all(bounded(record.get(k), low) for k, low in (('number', 1), ('generation', 0))) or \
+            (record.get('rollback_of') is not None and not bounded(record.get('rollback_of'), 1)):
+        return 'numbers out of bounds'
+    if record.get('status') not in STATUSES or not isinstance(record.get('declaration'), dict) or \
+            record.get('revision') != revision_of(record['declaration']):
+        return 'revision not the digest of its declaration'
+    mark = record.get('seal')
+    if not isinstance(mark, str) or not mark:
+        return 'unsealed'
+    if not hmac.compare_digest(mark.encode('utf-8', 'replace'), seal(key, record).encode('ascii')):
+        return 'badly sealed'
+    return None
 
 
 def merge(records):

@@ -4,8 +4,9 @@
 """Services: the revision records a host keeps of a service's deployment (what ecs_task's service_revisions hands
 it and ecs_task_info returns).
 
-Owns: an instance's name (`<service>-<index>`), a record's keys and statuses, the declaration as stored (without its registry password, nor the keys left
-null), and the check of records handed to a host. Kept apart from _plan_deploy (which decides deployments from the
+Owns: an instance's name (`<service>-<index>`), a record's keys and statuses, the bound of its numbers
+(RECORD_BOUND), the declaration as stored (without its registry password, nor the keys left null), and the check
+of records handed to a host. Kept apart from _plan_deploy (which decides deployments from the
 records) so that ecs_task ships only this.
 Must not: read a host or decide anything.
 """
@@ -25,8 +26,13 @@ STATUSES = (IN_PROGRESS, COMPLETED, FAILED, REPLACED)
 _INDEX = re.compile(r'(?:0|[1-9][0-9]*)\Z')
 # the cluster of a task or service that names none (ECS's)
 DEFAULT_CLUSTER = 'default'
-# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's)
-RECORD_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
+# a revision record, as the hosts keep it (ecs_task's service_revisions, ecs_task_info's): its fields, and the
+# controller's seal over them (_plan_deploy.seal: a host cannot forge a record the placement takes)
+SEALED_KEYS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation', 'declaration')
+RECORD_KEYS = SEALED_KEYS + ('seal',)
+# a record's number, rollback_of and generation are below this (a store's INTEGER holds up to 2**63 - 1: the next
+# generation of a record at that would not fit)
+RECORD_BOUND = 2 ** 31
 
 
 def instance_index(name, service):
@@ -48,6 +54,11 @@ def stored_declaration(task):
     return out
 
 
+def bounded(value, low):
+    """Whether `value` is a whole number (not a bool) from `low` up to RECORD_BOUND, RECORD_BOUND left out."""
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value < RECORD_BOUND
+
+
 def records_option(raw, where='service_revisions'):
     """Revision records handed to a host (ecs_task's service_revisions), checked: a list of records for its store,
     or None. Raises SpecError naming the entry and the field."""
@@ -60,16 +71,21 @@ def records_option(raw, where='service_revisions'):
             if not isinstance(rec.get(key), str) or not rec[key]:
                 raise SpecError('%s.%s must be a non-empty string, got %r' % (field, key, rec.get(key)))
         number = rec.get('number')
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise SpecError('%s.number must be a whole number of at least 1, got %r' % (field, number))
+        if not bounded(number, 1):
+            raise SpecError('%s.number must be a whole number of at least 1 and below %d, got %r'
+                            % (field, RECORD_BOUND, number))
         if rec.get('status') not in STATUSES:
             raise SpecError('%s.status must be one of %s, got %r' % (field, ', '.join(STATUSES), rec.get('status')))
         back = rec.get('rollback_of')
-        if back is not None and (isinstance(back, bool) or not isinstance(back, int)):
-            raise SpecError('%s.rollback_of must be a revision number or null, got %r' % (field, back))
+        if back is not None and not bounded(back, 1):
+            raise SpecError('%s.rollback_of must be a revision number or null (a whole number of at least 1 and '
+                            'below %d), got %r' % (field, RECORD_BOUND, back))
         generation = rec.get('generation') or 0
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-            raise SpecError('%s.generation must be a whole number, got %r' % (field, generation))
+        if not bounded(generation, 0):
+            raise SpecError('%s.generation must be a whole number of at least 0 and below %d, got %r'
+                            % (field, RECORD_BOUND, generation))
+        if rec.get('seal') is not None and not isinstance(rec['seal'], str):
+            raise SpecError('%s.seal must be a string or null' % field)
         if not isinstance(rec.get('declaration'), dict):
             raise SpecError('%s.declaration must be a mapping' % field)
         if (rec['declaration'].get('registry_auth') or {}).get('password') is not None:

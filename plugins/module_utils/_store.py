@@ -141,6 +141,11 @@ MIGRATIONS = (
         PRIMARY KEY (cluster, service, revision)
     );
     """,
+    # 6 -> 7: each revision record's seal, the controller's HMAC over its fields (a record of an earlier release
+    # has none: the placement does not take it, and hands the host sealed records again).
+    """
+    ALTER TABLE service_revisions ADD COLUMN seal TEXT
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -332,15 +337,16 @@ class Store:
     # --- service revisions -----------------------------------------------------------------------
 
     REVISION_COLUMNS = ('cluster', 'service', 'revision', 'number', 'status', 'rollback_of', 'generation',
-                        'declaration')
+                        'declaration', 'seal')
 
     def service_revisions(self):
-        """Every recorded service revision, as dicts, `declaration` decoded ([] in a store older than them)."""
+        """Every recorded service revision, as dicts, `declaration` decoded ([] in a store older than them; `seal`
+        None in one older than seals)."""
         if self.version < 6:
             return []
         out = []
         for row in self.db.execute('SELECT * FROM service_revisions ORDER BY cluster, service, number'):
-            record = dict((k, row[k]) for k in self.REVISION_COLUMNS)
+            record = dict((k, row[k] if k in row.keys() else None) for k in self.REVISION_COLUMNS)
             record['declaration'] = json.loads(record['declaration'])
             out.append(record)
         return out
@@ -352,7 +358,7 @@ class Store:
 
         def row(r):
             return (r.get('number'), r.get('status'), r.get('rollback_of'), r.get('generation') or 0,
-                    json.dumps(r['declaration'], sort_keys=True))
+                    json.dumps(r['declaration'], sort_keys=True), r.get('seal'))
 
         wanted = dict(((r['cluster'], r['service'], r['revision']), row(r)) for r in records)
         services = set(k[:2] for k in wanted)
@@ -367,7 +373,8 @@ class Store:
             for key, values in sorted(wanted.items()):
                 if have.get(key) != values:
                     self.db.execute('INSERT OR REPLACE INTO service_revisions (%s, updated_at) VALUES (%s)'
-                                    % (', '.join(self.REVISION_COLUMNS), ', '.join(['?'] * 9)),
+                                    % (', '.join(self.REVISION_COLUMNS),
+                                       ', '.join(['?'] * (len(self.REVISION_COLUMNS) + 1))),
                                     key + values + (now,))
             self.db.execute('COMMIT')
         except Exception:

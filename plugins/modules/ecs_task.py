@@ -724,8 +724,10 @@ options:
       - The revision records of services to keep in the host store, as M(drover.fleet.service_placement) hands them
         to the host (its RV(drover.fleet.service_placement#module:revisions)) - each C(cluster), C(service),
         C(revision), C(number), C(status) (C(in_progress), C(completed), C(failed), C(replaced)), C(rollback_of),
-        C(generation) and
-        C(declaration) (a task without its registry password; one with a password is refused).
+        C(generation), C(declaration) (a task without its registry password; one with a password is refused) and
+        C(seal).
+      - C(number), C(rollback_of) and C(generation) are whole numbers below 2**31; one out of bounds is refused,
+        naming the field, and nothing changes.
       - Each service named then holds these records and no other; written after the pass, not in check mode.
         The records are the controller's bookkeeping - writing them is not a change of what the host runs
         (C(changed) stays as the tasks leave it), and RV(service_revisions_written) says whether a record changed.
@@ -838,6 +840,12 @@ options:
           pid_mode:
             description: As O(tasks[].pid_mode).
             type: raw
+      seal:
+        description:
+          - The controller's seal over the record's other fields (an HMAC under a key that only the controller
+            holds), kept as it is given. M(drover.fleet.service_placement) takes back only records it sealed, from
+            the hosts that declare the service.
+        type: raw
   host_check:
     description:
       - Look at the host first, as M(drover.fleet.host_info) does (the engine of O(docker_host), the store

@@ -88,7 +88,8 @@ tasks:
 service_revisions:
   description:
     - The revision records of services the host store keeps (M(drover.fleet.ecs_task)'s
-      O(drover.fleet.ecs_task#module:service_revisions)), for M(drover.fleet.service_placement); each task view has
+      O(drover.fleet.ecs_task#module:service_revisions), each with the controller's C(seal), null in a record of an
+      earlier release), for M(drover.fleet.service_placement); each task view has
       C(revision) (its label C(drover.revision), else null) and C(health_checked) (whether an essential container
       has a health check).
   returned: always

@@ -33,9 +33,10 @@ description:
     completed is brought back the same way. The hosts keep each service's revision records (RV(revisions), written
     by their converge, read back by M(drover.fleet.ecs_task_info)), and each instance carries its revision as the
     label C(drover.revision).
-  - Keeps nothing between runs (where the services stand is read from the hosts), so AWX jobs and timers on
-    different controllers agree. Runs on the controller and changes nothing. The playbook C(drover.fleet.services)
-    runs it between a look at every host and each host's converge.
+  - Keeps nothing between runs but its records key (O(records_key)) - where the services stand is read from the
+    hosts - so AWX jobs and timers on different controllers agree where they hold the same key. Runs on the
+    controller and changes nothing. The playbook C(drover.fleet.services) runs it between a look at every host and
+    each host's converge.
 author:
   - drover.fleet contributors (@drover)
 extends_documentation_fragment:
@@ -51,7 +52,7 @@ options:
         C(drover_services) - each C(name), C(cluster), C(desired_count), C(placement_constraints),
         C(placement_strategy), C(deployment), and the keys of a task of C(drover_tasks) - C(containers) or
         C(task_definition), C(network_mode), C(registry_auth)...) and C(revisions) (the revision records it keeps,
-        M(drover.fleet.ecs_task_info)'s C(service_revisions)).
+        M(drover.fleet.ecs_task_info)'s C(service_revisions); taken only as O(records_key) says).
       - A host may instead carry its C(look) as it is - the result of M(drover.fleet.ecs_task_info) (failed or
         unreachable where the host is down) or M(drover.fleet.ecs_task)'s C(look) - with no C(up), C(down_reason),
         C(tasks) or C(revisions); these are read from the look, and its C(capacity) then overrides the look's
@@ -74,6 +75,21 @@ options:
         a subset), nothing is placed - each host keeps the instances it runs.
     type: bool
     default: true
+  records_key:
+    description:
+      - The key (at least 16 characters) that seals the revision records handed to the hosts (RV(revisions), each
+        with its C(seal), an HMAC-SHA256 of its fields) - C(playbooks/tasks/services.yml) passes the inventory
+        variable C(drover_services_records_key). Set it (from a vault or an AWX credential) where several
+        controllers, or AWX jobs (each in a fresh container), place the same fleet.
+      - Unset, the controller's own key - C(~/.ansible/drover-fleet/records.key) under C(ANSIBLE_HOME), 64
+        hexadecimal digits, made once (mode 0600 in a directory of this user alone, mode 0700) and read back on
+        later runs.
+      - A host's records are taken only where their seal is right under this key, from the hosts that declare the
+        service, and their revision is the digest of their declaration; others are dropped with a warning naming
+        the host, the service and the count. A new key (or the records of an earlier release, unsealed) makes
+        the hosts' history empty once - the next pass starts the declared revision's records anew (as revision 1).
+      - Never returned, logged or handed to a host.
+    type: str
 notes:
   - Not yet - canaries, Nomad's C(auto_promote), a deployment forced without a change (declare a new revision
     instead - any change of the task, for example an environment variable).
@@ -128,8 +144,9 @@ services:
 revisions:
   description:
     - The revision records each host keeps (of the services it declares) - C(cluster), C(service), C(revision),
-      C(number), C(status), C(rollback_of), C(declaration) (without the registry password); its converge writes
-      them (M(drover.fleet.ecs_task)'s O(drover.fleet.ecs_task#module:service_revisions)).
+      C(number), C(status), C(rollback_of), C(generation), C(declaration) (without the registry password) and
+      C(seal) (under O(records_key)); its converge writes them (M(drover.fleet.ecs_task)'s
+      O(drover.fleet.ecs_task#module:service_revisions)).
   returned: with O(hosts)
   type: dict
 deploying:

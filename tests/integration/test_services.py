@@ -11,15 +11,17 @@ import collections
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
 from fleet_engines import FleetEngines
 from helpers import IMAGE, ansible_env, sim_host, task_containers
-from sweep import given, look
+from sweep import given, look, register
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 PLAY_RECAP = re.compile(r'^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
@@ -66,16 +68,18 @@ def run(tmp_path, path, playbook='drover.fleet.services', *more, ok=True):
     return dict((m[0], tuple(int(n) for n in m[1:])) for m in PLAY_RECAP.findall(out)), out
 
 
-def running(fleet, cluster, skip=()):
-    """{host: [task names running]} from each engine."""
+def running(fleet, cluster, skip=(), view=lambda box: box.labels.get('drover.task'), every=False):
+    """{host: [task names running]} from each engine (`view`: what else of each container; `every`: stopped ones
+    too)."""
     out = {}
     for one in fleet:
         if one.name in skip:
             continue
         client = one.client()
         try:
-            boxes = client.containers.list(filters={'label': 'drover.cluster=%s' % cluster, 'status': 'running'})
-            out['sim%s' % one.name] = sorted(b.labels.get('drover.task') for b in boxes)
+            boxes = client.containers.list(all=every, filters=dict({'label': 'drover.cluster=%s' % cluster},
+                                                                   **({} if every else {'status': 'running'})))
+            out['sim%s' % one.name] = sorted(view(b) for b in boxes)
         finally:
             client.close()
     return out
@@ -259,6 +263,97 @@ def test_a_hosts_changed_settings_reach_the_instances_it_runs(engine, three, clu
     recap, out = run(tmp_path, path, 'drover.fleet.converge')
     assert all(v[1] == 0 for v in recap.values()) and made() == after, out[-4000:]
     assert dict((h, v[0]) for h, v in recap.items()) == steady, (recap, steady)
+
+
+def test_a_host_s_forged_revision_records_decide_nothing_on_another_host(engine, three, cluster, tmp_path):
+    """A compromised host writes revision records of its own straight into its store's SQLite file: the declared
+    revision `failed` (its seal kept, a later generation) and a `completed` revision 99 whose task runs another
+    container, of generation 2**63 - 1 (the next generation would not fit any store).
+    drover.fleet.services then starts that container on no host, the service stays on its declared revision (a
+    warning names the host, the service and the count), and the host's records are the controller's again; the
+    service declared anew deploys as any revision does, nothing overflows, and a second run changes nothing. The
+    records key comes from the inventory (drover_services_records_key) and reaches no output, store or host."""
+    from ansible_collections.drover.fleet.plugins.module_utils._plan_deploy import revision_of
+    key = register('records-key-%s' % uuid.uuid4().hex)
+    forged = {'network_mode': 'none', 'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '7777'],
+                                                      'memory': 16}]}
+    huge = 2 ** 63 - 1
+
+    def write(version):
+        hosts = dict(('sim%s' % one.name, sim_host(tmp_path, one, cluster, drover_tasks=[])) for one in three)
+        services = [{'name': 'web', 'cluster': cluster, 'desired_count': 3, 'network_mode': 'none',
+                     'placement_strategy': [{'type': 'spread', 'field': 'instanceId'}],
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16,
+                                     'environment': {'VERSION': version}}]}]
+        path = given(tmp_path / 'inventory.json')
+        path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {
+            'drover_services': services, 'drover_services_records_key': key}}}))
+        return str(path)
+
+    def instances():
+        """{host: [(task, its revision label, its command)]} of the service's cluster, from each engine."""
+        return running(three, cluster, every=True, view=lambda b: (
+            b.labels.get('drover.task'), b.labels.get('drover.revision'), ' '.join(b.attrs['Config']['Cmd'] or ())))
+
+    def stores(sealed=False):
+        """{host: the service's records in its store: (revision, number, status, generation[, whether sealed])}."""
+        out = {}
+        for one in three:
+            db = sqlite3.connect(str(tmp_path / 'hosts' / one.name / 'state' / 'store.db'))
+            try:
+                out['sim%s' % one.name] = db.execute(
+                    'SELECT revision, number, status, generation%s FROM service_revisions WHERE cluster = ? AND '
+                    'service = ? ORDER BY number' % (', seal IS NOT NULL' if sealed else ''),
+                    (cluster, 'web')).fetchall()
+            finally:
+                db.close()
+        return out
+
+    path = write('1')
+    for dummy in range(2):                              # started, then its deployment completes
+        recap, out = run(tmp_path, path)
+    before = instances()
+    revisions = set(r for boxes in before.values() for dummy, r, dummy in boxes)
+    assert sorted(len(v) for v in before.values()) == [1, 1, 1] and len(revisions) == 1, before
+    declared = revisions.pop()
+    assert stores() == dict(('sim%s' % one.name, [(declared, 1, 'completed', 2)]) for one in three), stores()
+
+    # sim03 is compromised: its own record edited (its seal kept), another one added (no seal)
+    db = sqlite3.connect(str(tmp_path / 'hosts' / three[2].name / 'state' / 'store.db'))
+    try:
+        db.execute("UPDATE service_revisions SET status = 'failed', generation = 3 WHERE cluster = ? AND "
+                   "service = 'web' AND revision = ?", (cluster, declared))
+        db.execute("INSERT INTO service_revisions (cluster, service, revision, number, status, rollback_of, "
+                   "generation, declaration, updated_at) VALUES (?, 'web', ?, 99, 'completed', NULL, ?, ?, ?)",
+                   (cluster, revision_of(forged), huge, json.dumps(forged), time.time()))
+        db.commit()
+    finally:
+        db.close()
+    recap, out = run(tmp_path, path)
+    now = instances()
+    assert not [b for boxes in now.values() for b in boxes if '7777' in b[2] or b[1] == revision_of(forged)], now
+    assert now == before, (now, out[-6000:])
+    assert 'host sim03: 2 revision records of service web (cluster %s) not taken: badly sealed, numbers out of ' \
+        'bounds' % cluster in out, out[-6000:]
+    assert 'web: 3/3 healthy, revision 1, 3/3 placed' in out, out[-6000:]
+    assert stores(sealed=True) == dict(('sim%s' % one.name, [(declared, 1, 'completed', 2, 1)]) for one in three), \
+        stores(sealed=True)
+
+    # declared anew: deployed as any revision (the next generation fits every store), then nothing changes
+    path = write('2')
+    recap, out = run(tmp_path, path, 'drover.fleet.deploy', '-e', 'drover_deploy_interval=2')
+    assert 'web: 3/3 healthy, revision 2, 3/3 placed' in out, out[-6000:]
+    now = instances()
+    assert sorted(len(v) for v in now.values()) == [1, 1, 1] and declared not in str(now), now
+    kept = stores(sealed=True)
+    assert all(len(rows) == 2 and all(g < 2 ** 31 and sealed for dummy, dummy, dummy, g, sealed in rows)
+               for rows in kept.values()) and len(set(map(tuple, kept.values()))) == 1, kept
+    recap, out = run(tmp_path, path)
+    assert all(v[1] == 0 for v in recap.values()) and instances() == now, out[-4000:]
+    # the key is in no host's store (the sweep reads every output and file of the session too)
+    for one in three:
+        with open(str(tmp_path / 'hosts' / one.name / 'state' / 'store.db'), 'rb') as handle:
+            assert key.encode() not in handle.read()
 
 
 GPU1 = 'GPU-d3a0e1b2-0000-4000-8000-00000000a001'

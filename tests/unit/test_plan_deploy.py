@@ -209,7 +209,8 @@ def record(**change):
 
 def test_records_handed_to_a_host_are_checked_and_kept_without_nulls():
     assert records_option(None) is None
-    assert records_option([record()]) == [dict(record(), declaration=V1)]
+    assert records_option([record()]) == [dict(record(), declaration=V1, seal=None)]
+    assert records_option([record(seal='ab' * 32)])[0]['seal'] == 'ab' * 32
     assert records_option([record(generation=None)])[0]['generation'] == 0
 
 
@@ -220,6 +221,12 @@ def test_records_handed_to_a_host_are_checked_and_kept_without_nulls():
     ({'status': 'done'}, 'service_revisions[0].status must be one of in_progress, completed, failed, replaced'),
     ({'rollback_of': '1'}, 'service_revisions[0].rollback_of must be a revision number or null'),
     ({'generation': -1}, 'service_revisions[0].generation must be a whole number'),
+    # bounded, so that the next generation (the highest + 1) always fits the store's INTEGER
+    ({'generation': 2 ** 63 - 1}, 'service_revisions[0].generation must be a whole number of at least 0 and below '
+                                  '2147483648, got 9223372036854775807'),
+    ({'number': 2 ** 31}, 'service_revisions[0].number must be a whole number of at least 1 and below 2147483648'),
+    ({'rollback_of': 2 ** 31}, 'service_revisions[0].rollback_of must be a revision number or null'),
+    ({'seal': 7}, 'service_revisions[0].seal must be a string or null'),
     ({'declaration': []}, 'service_revisions[0].declaration must be a mapping'),
     ({'declaration': dict(V1, registry_auth={'username': 'u', 'password': 'p'})},
      'service_revisions[0].declaration.registry_auth.password: a registry password is never stored'),

@@ -192,6 +192,16 @@ def test_a_task_level_amount_it_cannot_read_names_the_field():
     assert ps.needs({'containers': [{'name': 'a', 'memory': '256'}], 'cpu': '2 vcpus'}) == (2048, 256, 0)
 
 
+# the controller's records key in these tests
+KEY = b'unit-tests-records-key-0123456789abcdef'
+
+
+def _place(raw_hosts, **more):
+    """The placement action's decision, its records sealed under KEY."""
+    from ansible_collections.drover.fleet.plugins.action.service_placement import place
+    return place(raw_hosts, seal_key=KEY, **more)
+
+
 def _action_hosts(services, stopped=False):
     return [{'name': 'h%d' % i, 'up': i != 3, 'capacity': {'cpu': 1024, 'memory': 256}, 'attributes': {},
              'services': services if i != 4 or len(services) < 2 else services[:1],
@@ -207,8 +217,7 @@ WEB = {'name': 'web', 'cluster': 'prod', 'desired_count': 3, 'network_mode': 'no
 
 
 def test_the_placement_action_hands_each_host_its_share():
-    from ansible_collections.drover.fleet.plugins.action.service_placement import place
-    out = place(_action_hosts([WEB], stopped=True))
+    out = _place(_action_hosts([WEB], stopped=True))
     # kept where it runs, a stopped one too (it restarts where it ran)
     assert [d['name'] for d in out['placement']['h1']] == ['web-0']
     revision = out['placement']['h1'][0]['revision']
@@ -223,17 +232,15 @@ def test_the_placement_action_hands_each_host_its_share():
 
 
 def test_the_placement_action_takes_each_host_s_services_and_places_a_service_only_on_its_own_hosts():
-    from ansible_collections.drover.fleet.plugins.action.service_placement import place
     api = dict(WEB, name='api', desired_count=6, placement_constraints=[])
-    out = place(_action_hosts([WEB, api]))           # h4 declares web alone
+    out = _place(_action_hosts([WEB, api]))          # h4 declares web alone
     assert not [d for d in out['placement']['h4'] if d['name'].startswith('api-')]
     assert out['unplaced']['api']['reasons']['h4'] == 'does not declare the service'
 
 
 def test_what_the_placement_action_does_not_place_stays_where_it_runs():
-    from ansible_collections.drover.fleet.plugins.action.service_placement import place
     # a run that does not reach every host declaring services: nothing placed, h1 keeps web-0
-    out = place(_action_hosts([WEB]), complete=False)
+    out = _place(_action_hosts([WEB]), complete=False)
     assert out['placement'] == {'h1': [dict(WEB['containers'] and {'name': 'web-0', 'cluster': 'prod', 'restart': 'always',
                                                                    'network_mode': 'none', 'containers': WEB['containers'],
                                                                    'registry_auth': WEB['registry_auth'],
@@ -243,15 +250,15 @@ def test_what_the_placement_action_does_not_place_stays_where_it_runs():
     # a service declared two ways, or one with a bad field: not placed, its instance kept, a warning
     hosts = _action_hosts([WEB])
     hosts[1]['services'] = [dict(WEB, desired_count=5)]
-    out = place(hosts)
+    out = _place(hosts)
     assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and out['placement']['h2'] == []
     assert 'service web is declared differently on h1 and on h2' in out['warnings'][0]
-    out = place(_action_hosts([dict(WEB, placement_strategy=[{'type': 'fill'}])]))
+    out = _place(_action_hosts([dict(WEB, placement_strategy=[{'type': 'fill'}])]))
     assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and 'fill' in out['warnings'][0]
     # a declared task named as an instance (here by its task definition's family): the service is not placed
     hosts = _action_hosts([WEB])
     hosts[1]['declared'].append({'task_definition': {'family': 'web-7'}, 'cluster': 'prod'})
-    out = place(hosts)
+    out = _place(hosts)
     assert 'host h2: drover_tasks[1] (web-7, cluster prod) has the name of an instance of service web' in \
         out['warnings'][0]
     assert [d['name'] for d in out['placement']['h1']] == ['web-0'] and out['placement']['h4'] == []
@@ -266,17 +273,16 @@ def test_a_new_instance_never_evicts_a_running_one_of_another_service():
 
 
 def test_runner_pools_count_against_a_host_s_capacity():
-    from ansible_collections.drover.fleet.plugins.action.service_placement import place
     hosts = _action_hosts([WEB])
     # h4's pool of 2 slots of 96 MiB and 0.25 CPU leaves it 64 MiB: one instance fits, not two
     hosts[3]['pools'] = [{'pool': 'ci', 'state': 'present', 'slots': 2, 'cpus': 0.25, 'memory': 96},
                          {'pool': 'gone', 'state': 'absent', 'slots': 8, 'cpus': 1, 'memory': 512}]
     hosts[1]['pools'] = [{'pool': 'ci', 'state': 'present', 'slots': 'two', 'memory': 64}]
-    out = place(hosts)
+    out = _place(hosts)
     assert [d['name'] for d in out['placement']['h4']] == ['web-2']
     assert 'host h2: pool ci: its slots, cpus or memory cannot be read' in ' '.join(out['warnings'])
     hosts[3]['pools'][0]['memory'] = 128
-    assert place(hosts)['unplaced']['web']['reasons']['h4'] == 'not enough memory'
+    assert _place(hosts)['unplaced']['web']['reasons']['h4'] == 'not enough memory'
 
 
 def test_an_old_revision_gets_the_declared_password_only_for_its_own_registry_and_user():
@@ -295,11 +301,10 @@ def test_an_old_revision_gets_the_declared_password_only_for_its_own_registry_an
 def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
     """drover.fleet.converge's first tasks pass leaves the instances as they are; the placement tells which hosts
     need a second one."""
-    from ansible_collections.drover.fleet.plugins.action.service_placement import place
     web = dict(WEB, desired_count=1, placement_constraints=[])
     hosts = [{'name': 'h1', 'up': True, 'capacity': {'cpu': 1024, 'memory': 256}, 'services': [web], 'tasks': []},
              {'name': 'h2', 'up': True, 'capacity': {'cpu': 1024, 'memory': 256}, 'services': [web], 'tasks': []}]
-    first = place(hosts)
+    first = _place(hosts)
     assert first['second_pass'] == {'h1': True, 'h2': True}          # web-0 to start on h1, records to write
     revision = first['placement']['h1'][0]['revision']
     running = {'name': 'web-0', 'cluster': 'prod', 'last_status': 'RUNNING', 'revision': revision,
@@ -307,28 +312,28 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
     for raw in hosts:
         raw['revisions'] = first['revisions'][raw['name']]
     hosts[0]['tasks'] = [running]
-    second = place(hosts)                                             # the deployment completes: records change
+    second = _place(hosts)                                            # the deployment completes: records change
     assert second['second_pass'] == {'h1': True, 'h2': True}
     for raw in hosts:
         raw['revisions'] = second['revisions'][raw['name']]
-    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}  # steady: one pass a host
+    assert _place(hosts)['second_pass'] == {'h1': False, 'h2': False}  # steady: one pass a host
     hosts[0]['tasks'] = [dict(running, last_status='STOPPED')]        # a dead instance restarts where it ran
-    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    assert _place(hosts)['second_pass'] == {'h1': True, 'h2': False}
     hosts[0]['tasks'] = [dict(running, restated=['containers[main].log_configuration'])]   # the host's settings changed it
-    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    assert _place(hosts)['second_pass'] == {'h1': True, 'h2': False}
     hosts[0]['tasks'] = [dict(running, restated=[])]                  # (another spec, the fields unknown)
-    assert place(hosts)['second_pass'] == {'h1': True, 'h2': False}
+    assert _place(hosts)['second_pass'] == {'h1': True, 'h2': False}
     hosts[0]['tasks'] = [running]
     hosts[1]['tasks'] = [dict(running, name='web-3')]                 # one too many: it stops
-    assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
+    assert _place(hosts)['second_pass'] == {'h1': False, 'h2': True}
     hosts[1]['tasks'] = []
-    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}
+    assert _place(hosts)['second_pass'] == {'h1': False, 'h2': False}
     # a task of the services' cluster that neither the host nor its share declares is purged by a second pass
     # (an instance of a service no longer declared, a task dropped from drover_tasks); one it declares is not
     hosts[1]['tasks'] = [dict(running, name='api-0', revision='r-old')]
-    assert place(hosts)['second_pass'] == {'h1': False, 'h2': True}
+    assert _place(hosts)['second_pass'] == {'h1': False, 'h2': True}
     hosts[1]['declared'] = [{'name': 'api-0', 'cluster': 'prod', 'containers': []}]
-    assert place(hosts)['second_pass'] == {'h1': False, 'h2': False}
+    assert _place(hosts)['second_pass'] == {'h1': False, 'h2': False}
     hosts[1]['tasks'], hosts[1]['declared'] = [], []
     # a service that is not placed (refused) writes no records: no second pass on every run for it
     bad = dict(web, name='bad', desired_count='many')
@@ -336,7 +341,7 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
         raw['services'] = [web, bad]
         raw['revisions'] = raw['revisions'] + [{'cluster': 'prod', 'service': 'bad', 'revision': 'r', 'number': 1,
                                                 'status': 'completed', 'declaration': {}}]
-    out = place(hosts)
+    out = _place(hosts)
     assert out['second_pass'] == {'h1': False, 'h2': False} and any('bad' in w for w in out['warnings'])
 
 

@@ -251,17 +251,40 @@ def test_service_revisions_each_service_named_holds_the_records_given(tmp_path):
         assert store.service_revisions()[2]['declaration'] == _revision('c', 3)['declaration']
 
 
+def _as_of_schema(path, version, undo):
+    """The store at `path` as a release of schema `version` left it (`undo`: a statement that takes away what came
+    after)."""
+    db = sqlite3.connect(path)
+    db.execute(undo)
+    db.execute('PRAGMA user_version = %d' % version)
+    db.commit()
+    db.close()
+
+
+def test_a_store_of_records_without_seals_is_migrated_and_keeps_them(tmp_path):
+    """A store of the release before seals (schema 6): its records read with `seal` None (the placement does not
+    take them, and hands the host sealed ones), as it is and once migrated; a seal given is kept."""
+    path = str(tmp_path / 'store.db')
+    with Store(path) as store:
+        store.set_service_revisions([_revision('a', 1)], 10.0)
+    _as_of_schema(path, 6, 'ALTER TABLE service_revisions DROP COLUMN seal')
+    with Store(path, read_only=True, older_ok=True) as store:
+        assert [(r['revision'], r['seal']) for r in store.service_revisions()] == [('a', None)]
+    with Store(path) as store:
+        assert store.schema_version() == _store.SCHEMA_VERSION
+        assert [(r['revision'], r['seal']) for r in store.service_revisions()] == [('a', None)]
+        assert store.set_service_revisions([dict(_revision('a', 1), seal='ab' * 32)], 11.0) is True
+        assert store.set_service_revisions([dict(_revision('a', 1), seal='ab' * 32)], 12.0) is False
+        assert [r['seal'] for r in store.service_revisions()] == ['ab' * 32]
+
+
 def test_an_older_store_is_read_as_it_is_where_that_is_asked(tmp_path):
     """ecs_task_info (the services' look) reads a store that no converge has migrated yet: its revisions read as
     none, its tasks as they are, and nothing is written."""
     path = str(tmp_path / 'store.db')
     with Store(path) as store:
         store.put_task(RECORD, 1.0)
-    db = sqlite3.connect(path)
-    db.execute('DROP TABLE service_revisions')
-    db.execute('PRAGMA user_version = 5')
-    db.commit()
-    db.close()
+    _as_of_schema(path, 5, 'DROP TABLE service_revisions')
     with Store(path, read_only=True, older_ok=True) as store:
         assert store.service_revisions() == [] and [t['name'] for t in store.tasks()] == ['web']
         assert store.schema_version() == 5
