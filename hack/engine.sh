@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Make sure a Docker engine answers on this machine: install Debian's docker.io when no dockerd is
 # installed, start one when none answers, wait until it does. Idempotent; prints one line.
-# The test engine's bridge takes its addresses from 198.18.0.0/15 (reserved for network tests).
+# The test engine's bridge takes its addresses from 198.18.0.0/15 (reserved for network tests), and so do the
+# networks it makes (the runner pools' own network): from 198.19.240.0/20, a /24 each.
 set -euo pipefail
 BIP=${DROVER_ENGINE_BIP:-198.18.0.1/24}
+POOL=${DROVER_ENGINE_ADDRESS_POOL:-base=198.19.240.0/20,size=24}
 LOG=${DROVER_ENGINE_LOG:-/var/log/drover-dockerd.log}
 
 answers() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
@@ -23,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if ! answers; then
   # No init system starts services here: run dockerd in its own session so it outlives this shell.
-  setsid dockerd --bip "$BIP" >>"$LOG" 2>&1 < /dev/null &
+  setsid dockerd --bip "$BIP" --default-address-pool "$POOL" >>"$LOG" 2>&1 < /dev/null &
   for _ in $(seq 1 60); do
     answers && break
     sleep 1

@@ -33,7 +33,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
 from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
-    HOLDER_ROLE as SLOT_HOLDER_ROLE, SlotEngine, SlotEngineError)
+    HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, subid_floor_option)
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -81,9 +81,10 @@ def _epoch(ts):
 
 class PoolPass:
     def __init__(self, spec, engine, store, gh, check_mode, now, jit_dir, listing, scope=None, gpus=None,
-                 mirrors=None):
+                 mirrors=None, subid_floor=SUBID_FLOOR):
         self.spec = spec
         self.mirrors = mirrors          # the slot engines' registry mirrors this pass (None: as they were)
+        self.subid_floor = subid_floor  # where the slot users' subordinate ID ranges may start (slot_subid_floor)
         # The host's GPU ledger, shared with ecs_task's tasks, and how pinned GPUs reach a runner (gpu_delivery).
         self.ledger, self.gpu_delivery = gpus or (Ledger({}, [], 'none'), 'device-request')
         self.gpu_ids = {}               # slot index -> the GPUs pinned for the runner it starts this pass
@@ -180,7 +181,8 @@ class PoolPass:
             self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels,
                                                 cpus=profile.cpus if profile else None,
                                                 memory=profile.memory if profile else None, mirrors=self.mirrors,
-                                                keep_pulled=not self.spec.pull_requests_from_forks)
+                                                keep_pulled=not self.spec.pull_requests_from_forks,
+                                                subid_floor=self.subid_floor)
         return self.slot_engines[idx]
 
     def remove_slot_engines(self, occupants):
@@ -792,9 +794,10 @@ def _purged(params, mid, store, listing, declared, github_factory):
     return out
 
 
-def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus=None, mirrors=None):
+def _one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus=None, mirrors=None,
+         subid_floor=SUBID_FLOOR):
     """One pool's pass over a shared engine listing: the pool's result (with `changed` and `warnings`)."""
-    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope, gpus, mirrors)
+    work = PoolPass(spec, engine, store, gh, check_mode, now, jit_dir, listing, scope, gpus, mirrors, subid_floor)
     before_hold = dict(work.state)
     occupants = work.occupants()
     vanished = [dict(row, runner_name=row['runner_name']) for idx, row in work.stored_slots.items()
@@ -872,6 +875,7 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
     declared = _declared(params, mid, github_factory)
     try:
         mirror = mirror_spec(params.get('mirror'))
+        subid_floor = subid_floor_option(params.get('slot_subid_floor'))
     except SpecError as exc:
         raise TaskFailure(str(exc))
     host_events, host_warnings = [], []
@@ -902,7 +906,7 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
         gpus = (ledger, params.get('gpu_delivery') or 'device-request')
         mirror_url, mirrors = _mirror(engine, mirror, declared, scope, os.path.dirname(params['store_path']) or '.',
                                       check_mode, now, host_events, host_warnings)
-        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus, mirrors)
+        results = [_one(spec, gh, engine, store, listing, check_mode, now, jit_dir, scope, gpus, mirrors, subid_floor)
                    for dummy, spec, dummy, gh in declared]
         if not check_mode:
             for ev in host_events:
@@ -917,7 +921,8 @@ def converge(params, check_mode=False, clock=time.time, github_factory=GitHub):
                 store.bump('drover_pool_pickup_seconds_total', pool, sum(result['pickups']))
             if params.get('metrics_path'):
                 metrics_warnings = _metrics.write_pools_file(params['metrics_path'], store.counters(), [
-                    dict(r['pool'], queued=r['queued'], caches=cache_views(engine, scope, r['pool']['name'])
+                    dict(r['pool'], queued=r['queued'],
+                         caches=cache_views(engine, scope, r['pool']['name'], host_warnings)
                          if spec.profile is not None and spec.profile.caches else [])
                     for r, (dummy, spec, dummy, dummy) in zip(results, declared)], time.monotonic() - began, clock())
     except EngineError as exc:
@@ -972,7 +977,7 @@ def info(params):
             labels[STORE_LABEL] = scope
         records = sorted(engine.images_labelled(labels), key=plan_mod.record_order)
         records_dir = os.path.join(os.path.dirname(params['store_path']) or '.', 'records')
-        out = []
+        out, warnings = [], []
         for row in store.pools():
             if params.get('pool') not in (None, row['pool']):
                 continue
@@ -982,7 +987,7 @@ def info(params):
             out.append({
                 'name': row['pool'], 'owner': row['owner'],
                 'records': [record_view(r, records_dir) for r in records if r['labels'].get('drover.pool') == row['pool']],
-                'caches': cache_views(engine, scope, row['pool']),
+                'caches': cache_views(engine, scope, row['pool'], warnings),
                 'slots': [{'index': i + 1, 'runner_name': r['runner_name'], 'runner_id': r['runner_id'],
                            'container_id': r['container_id'], 'busy': bool(r['busy']),
                            'started_at': iso(r['started_at']),
@@ -991,7 +996,7 @@ def info(params):
                 'hold': {'until': iso(row['hold_until']) if held else None, 'cause': row['hold_cause'] if held else None,
                          'failures': row['failures'], 'idle_exits': row['idle_exits']},
             })
-        return {'changed': False, 'pools': out}
+        return dict({'changed': False, 'pools': out}, **({'warnings': warnings} if warnings else {}))
     except EngineError as exc:
         raise TaskFailure('Docker engine: %s' % exc)
     finally:

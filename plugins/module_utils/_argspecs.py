@@ -312,6 +312,7 @@ def gh_runner_slot_spec():
         allow_privileged=dict(type='bool', default=False),
         metrics_path=dict(type='path'),
         mirror=dict(type='dict', options=MIRROR_OPTIONS),
+        slot_subid_floor=dict(type='int'),
     )
     spec.update(GPU_HOST_OPTIONS)
     spec.update(host_args())

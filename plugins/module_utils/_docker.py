@@ -183,6 +183,9 @@ class Engine:
             'error': state.get('Error') or None,
             'health': (state.get('Health') or {}).get('Status') or None,
             'address': (info.get('NetworkSettings') or {}).get('IPAddress') or None,     # on the default bridge
+            # {network name: the container's address there}
+            'networks': dict((name, (net or {}).get('IPAddress') or None) for name, net in (
+                (info.get('NetworkSettings') or {}).get('Networks') or {}).items()),
         }
 
     def logs(self, container_id, tail='all'):
@@ -351,6 +354,43 @@ class Engine:
             return False
         except Exception as exc:
             raise EngineError('remove image %s: %s' % (ref, _explain(exc)))
+        return True
+
+    # --- networks --------------------------------------------------------------------------------
+
+    def network(self, name):
+        """An engine network: {id, name, driver, internal, labels, containers (their IDs)}; None when there is none
+        of that name."""
+        try:
+            info = self.api.inspect_network(name)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect network %s: %s' % (name, _explain(exc)))
+        return {'id': info.get('Id'), 'name': info.get('Name'), 'driver': info.get('Driver'),
+                'internal': bool(info.get('Internal')), 'labels': info.get('Labels') or {},
+                'containers': sorted(info.get('Containers') or {})}
+
+    def network_create(self, name, labels):
+        """A bridge network of the engine's (its subnet from the engine's address pools)."""
+        try:
+            return self.api.create_network(name, driver='bridge', labels=dict(labels or {}), check_duplicate=True)['Id']
+        except Exception as exc:
+            raise EngineError('create network %s: %s' % (name, _explain(exc)))
+
+    def network_remove(self, name):
+        """Remove a network; one already gone, or one a container is still attached to (it stays), is no error.
+        Returns whether it went."""
+        try:
+            self.api.remove_network(name)
+        except docker_errors.NotFound:
+            return False
+        except docker_errors.APIError as exc:
+            if exc.status_code in (403, 409):
+                return False
+            raise EngineError('remove network %s: %s' % (name, _explain(exc)))
+        except Exception as exc:
+            raise EngineError('remove network %s: %s' % (name, _explain(exc)))
         return True
 
     # --- volumes ---------------------------------------------------------------------------------

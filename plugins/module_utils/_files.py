@@ -8,8 +8,10 @@ Owns: the rule for the directories these files live in, and opening them without
 link. The rule: the directory that holds such a file belongs to this user or to root and only its owner
 may write it; every directory above it (as written and as resolved) belongs to this user or to root and
 only its owner may write it, unless it is sticky (as /tmp is, where no one can rename or remove what
-another made). Then no other user can put a link or a file of theirs where one of ours goes.
-Must not: decide anything else. Raises UnsafePath (an OSError) with the path named; the mounts raise OSError.
+another made). Then no other user can put a link or a file of theirs where one of ours goes. Also walking,
+sizing, trimming and copying a tree a job wrote (a cache volume) within bounds, counting what is left out.
+Must not: decide anything else (what a left-out count means for a pool is its caller's). Raises UnsafePath (an
+OSError) with the path named; the mounts raise OSError.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import itertools
 import os
 import shutil
 import stat
@@ -170,26 +173,80 @@ def _mount_command(argv):
         raise OSError('%s %s failed: %s' % (argv[0], argv[-1], (done.stderr.strip().splitlines() or ['exit %d' % done.returncode])[-1]))
 
 
-def tree_files(root):
-    """[(path, size, mtime)] of the regular files under `root` (a directory of the host's); links are not
-    followed, and count as nothing."""
-    out = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        for name in names:
-            path = os.path.join(folder, name)
+# The bounds of a walk of a tree that a job shaped (a cache volume, walked as root on the host to trim, copy or
+# size it). A job makes that tree as deep and as wide as it likes: a walk that recursed failed (RecursionError)
+# for every pool of the pass, and one that kept every entry would take the module's memory. What lies beyond a
+# bound is left out and counted; the callers warn.
+# Levels below the root: caches nest tens of levels at most (node_modules, ~/.m2, Go's module cache), and a path
+# that deep is near PATH_MAX (4096 bytes) with short names already.
+TREE_DEPTH = 100
+# Entries looked at in one walk: their paths take some 100 MB at most; past that, a tree is too big to copy or
+# trim in one pass anyway.
+TREE_ENTRIES = 500000
+
+
+def left_out_said(count):
+    """What a walk's left-out count means, for a warning."""
+    return ('the walk left out %d (a directory deeper than %d levels, with all it holds, counts as one; so does an '
+            'entry past the first %d, or one that cannot be read)' % (count, TREE_DEPTH, TREE_ENTRIES))
+
+
+class TreeWalk:
+    """The entries under the directory `root` (a directory of the host's), top-down and without recursion; a link
+    is never followed. Iterating yields (path, its lstat, its level: 1 for root's own entries). It does not enter a
+    directory at level TREE_DEPTH and stops after TREE_ENTRIES entries; `left_out` counts what it left: each
+    directory not entered or not listed (whatever it holds), each entry past the bound or that could not be read (a
+    path longer than the system takes). Raises OSError when `root` itself cannot be listed."""
+
+    def __init__(self, root):
+        self.root = root
+        self.left_out = 0
+
+    def __iter__(self):
+        taken = 0
+        pending = [(self.root, 0)]
+        while pending:
+            folder, level = pending.pop()
             try:
-                info = os.lstat(path)
+                with os.scandir(folder) as listing:
+                    # at most one entry past the bound is read: a directory of millions costs nothing more
+                    found = list(itertools.islice(listing, TREE_ENTRIES - taken + 1))
             except OSError:
+                if level == 0:
+                    raise
+                self.left_out += 1
                 continue
-            if stat.S_ISREG(info.st_mode):
-                out.append((path, info.st_size, info.st_mtime))
-    return out
+            for at, entry in enumerate(found):
+                if taken >= TREE_ENTRIES:
+                    self.left_out += len(found) - at + len(pending)
+                    return
+                taken += 1
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    self.left_out += 1
+                    continue
+                if stat.S_ISDIR(info.st_mode) and level + 1 >= TREE_DEPTH:
+                    self.left_out += 1
+                    continue
+                yield entry.path, info, level + 1
+                if stat.S_ISDIR(info.st_mode):
+                    pending.append((entry.path, level + 1))
+
+
+def tree_files(root):
+    """([(path, size, mtime)] of the regular files under `root` (a directory of the host's), left out: TreeWalk's
+    count); links are not followed, and count as nothing."""
+    walk = TreeWalk(root)
+    out = [(path, info.st_size, info.st_mtime) for path, info, dummy in walk if stat.S_ISREG(info.st_mode)]
+    return out, walk.left_out
 
 
 def trim_tree(root, limit):
     """Remove the oldest files under `root` (by modification time) until what is left is at most `limit` bytes.
-    Call it only while nothing writes there. Returns (files removed, bytes removed), or None when nothing was."""
-    files = tree_files(root)
+    Call it only while nothing writes there. Returns (files removed, bytes removed, left out: what the walk did not
+    look at, TreeWalk's count; the tree may hold more than `limit` then)."""
+    files, left_out = tree_files(root)
     total = sum(size for dummy, size, dummy in files)
     removed, freed = 0, 0
     for path, size, dummy in sorted(files, key=lambda f: (f[2], f[0])):
@@ -202,51 +259,82 @@ def trim_tree(root, limit):
         total -= size
         removed += 1
         freed += size
-    return (removed, freed) if removed else None
+    return removed, freed, left_out
 
 
 def tree_size(root):
-    """Bytes of the regular files under `root` (links not followed)."""
-    return sum(size for dummy, size, dummy in tree_files(root))
+    """(bytes of the regular files under `root` (links not followed), left out: what the walk did not look at,
+    TreeWalk's count)."""
+    files, left_out = tree_files(root)
+    return sum(size for dummy, size, dummy in files), left_out
 
 
 def copy_tree(src, dst):
     """Copy what is under `src` into the empty directory `dst`, both directories of the host's: directories,
     regular files and symbolic links (copied as links, never followed), owners, modes (without setuid and setgid)
     and modification times. Anything else (a device node, a FIFO, a socket) is left out: the copy reads nothing a
-    job could not read itself. Call it only while nothing writes under `src`. Returns (files, bytes, left out)."""
+    job could not read itself. Call it only while nothing writes under `src`. Returns (files, bytes, left out,
+    beyond): left out, what the copy does not take (a device node...); beyond, what it did not reach: TreeWalk's
+    count, and each entry whose name under `dst` is too long for the system (with all a directory holds)."""
     files, size, skipped = 0, 0, 0
-    with os.scandir(src) as entries:
-        found = list(entries)
-    for entry in found:
-        source, target = os.path.join(src, entry.name), os.path.join(dst, entry.name)
-        info = entry.stat(follow_symlinks=False)
-        mode = stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
-        if stat.S_ISDIR(info.st_mode):
-            os.mkdir(target, 0o700)
-            more = copy_tree(source, target)
-            files, size, skipped = files + more[0], size + more[1], skipped + more[2]
-        elif stat.S_ISLNK(info.st_mode):
-            os.symlink(os.readlink(source), target)
-            os.lchown(target, info.st_uid, info.st_gid)
+    walk = TreeWalk(src)
+    lost = set()            # directories of src not made under dst: what they hold is not copied either
+    folders = []            # (directory made, its source's lstat): owner, mode and times set last, deepest first
+    for source, info, dummy in walk:
+        is_dir = stat.S_ISDIR(info.st_mode)
+        if os.path.dirname(source) in lost:
+            walk.left_out += 1
+            if is_dir:
+                lost.add(source)
             continue
-        elif stat.S_ISREG(info.st_mode):
-            try:
-                fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                skipped += 1
-                continue
-            with os.fdopen(fd, 'rb') as reader:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    skipped += 1
-                    continue
-                with os.fdopen(open_file(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb') as writer:
-                    shutil.copyfileobj(reader, writer, 1024 * 1024)
-            files, size = files + 1, size + info.st_size
-        else:
+        target = os.path.join(dst, source[len(src):].lstrip(os.sep))
+        try:
+            made = _copy_entry(source, target, info)
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            walk.left_out += 1
+            if is_dir:
+                lost.add(source)
+            continue
+        if made is None:
             skipped += 1
-            continue
-        os.chown(target, info.st_uid, info.st_gid)
-        os.chmod(target, mode)
-        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
-    return files, size, skipped
+        elif is_dir:
+            folders.append((target, info))
+        elif made:
+            files, size = files + 1, size + info.st_size
+    for target, info in reversed(folders):
+        _finish(target, info)
+    return files, size, skipped, walk.left_out
+
+
+def _copy_entry(source, target, info):
+    """Make `target` as the entry `source` (lstat `info`): True for a regular file copied, False for a directory
+    (its owner, mode and times are set once what it holds is copied) or a link, None for what is left out."""
+    if stat.S_ISDIR(info.st_mode):
+        os.mkdir(target, 0o700)
+        return False
+    if stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(source), target)
+        os.lchown(target, info.st_uid, info.st_gid)
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, 'rb') as reader:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(open_file(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb') as writer:
+            shutil.copyfileobj(reader, writer, 1024 * 1024)
+    _finish(target, info)
+    return True
+
+
+def _finish(target, info):
+    """Give `target` the owner, mode (without setuid and setgid) and times of the entry whose lstat is `info`."""
+    os.chown(target, info.st_uid, info.st_gid)
+    os.chmod(target, stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))

@@ -34,6 +34,8 @@ CAUSE_RUNNER_FAULT = 'runner fault'
 # read is bounded and printable, and nothing else of the log leaves the module).
 _RUNNING = re.compile(r'Running job: ([^\r\n]{1,200})')
 _RESULT = re.compile(r'Job ([^\r\n]{1,200}?) completed with result: ([A-Za-z]{1,20})')
+# Every completed line, whatever its job's name (counted: the runner prints one per job, a job may forge more).
+_COMPLETED = re.compile(r'completed with result: ([A-Za-z]*)')
 _DEPRECATED = re.compile(r'Runner version v?([0-9A-Za-z.+_-]{1,40}) is deprecated')
 _ERROR = re.compile(r'An error occur+ed: ')
 _JOB_NAME = 100
@@ -102,25 +104,40 @@ def _printable(text, limit):
 
 
 def read_runner_log(logs):
-    """What an ended runner's log says: {'took': took_job(logs), 'job': the job it ran (None), 'result':
-    `Job <name> completed with result: <R>`'s R (None), 'fault': None, 'deprecated' (GitHub refused the
-    runner's version, before or after a job: actions/runner#3366 cancels the job it took) or 'error' (an
-    `An error occurred:` line from a runner that took no job), 'version': the deprecated version (None)}."""
+    """What an ended runner's log says: {'took': took_job(logs), 'job': the job it ran (its first `Running job:`
+    line; None), 'result': `Job <name> completed with result: <R>`'s R, the last one (None), 'fault': None,
+    'deprecated' (GitHub refused the runner's version, before or after a job: actions/runner#3366 cancels the job
+    it took) or 'error' (an `An error occurred:` line from a runner that took no job), 'version': the deprecated
+    version (None)}.
+
+    What a job prints reaches the same log (a step can write to the runner's own output), so faults are read only
+    where the runner alone writes: before the first `Running job:` line. From there to the job's `completed with
+    result:` line is the job's span, where nothing counts. After it, a deprecated line counts only when it follows
+    the one and only completed line and that says `Canceled` (the runner's own cancel): a job that forged a
+    completed line as well makes two, and holds nothing."""
     out = {'took': took_job(logs), 'job': None, 'result': None, 'fault': None, 'version': None}
     if not logs:
         return out
-    running = list(_RUNNING.finditer(logs))
-    if running:
-        out['job'] = _printable(running[-1].group(1), _JOB_NAME)
+    running = _RUNNING.search(logs)
     results = list(_RESULT.finditer(logs))
     if results:
         out['result'] = results[-1].group(2)
-    deprecated = _DEPRECATED.search(logs)
-    error = _ERROR.search(logs)
+    if running is None:
+        # no job: the whole log is the runner's own
+        deprecated = _DEPRECATED.search(logs)
+        if deprecated:
+            out['fault'], out['version'] = 'deprecated', deprecated.group(1)
+        elif _ERROR.search(logs):
+            out['fault'] = 'error'
+        return out
+    out['job'] = _printable(running.group(1), _JOB_NAME)
+    deprecated = _DEPRECATED.search(logs, 0, running.start())
+    if deprecated is None:
+        completed = list(_COMPLETED.finditer(logs, running.end()))
+        if len(completed) == 1 and completed[0].group(1) == 'Canceled':
+            deprecated = _DEPRECATED.search(logs, completed[0].end())
     if deprecated:
         out['fault'], out['version'] = 'deprecated', deprecated.group(1)
-    elif error and not running:
-        out['fault'] = 'error'
     return out
 
 

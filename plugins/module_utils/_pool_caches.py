@@ -151,13 +151,16 @@ class PoolCaches:
         if root is None:
             return
         try:
-            removed = _files.trim_tree(root, cache.max_size * 1024 * 1024)
+            removed, freed, left_out = _files.trim_tree(root, cache.max_size * 1024 * 1024)
         except OSError as exc:
             self._warn(cache, 'slot %d could not be trimmed: %s' % (idx + 1, exc))
             return
+        if left_out:
+            self._warn(cache, 'slot %d was trimmed without looking at all it holds: %s; it may hold more than '
+                       'max_size' % (idx + 1, _files.left_out_said(left_out)))
         if removed:
             self.events.append(plan_mod.event('cache.trimmed', self.spec.pool, self.now, cache=cache.name,
-                                              slot=idx + 1, files=removed[0], bytes=removed[1]))
+                                              slot=idx + 1, files=removed, bytes=freed))
 
     def _seed(self, cache):
         """Copy slot 1's volume into a new snapshot generation (marked as being copied until it is whole), then
@@ -179,7 +182,14 @@ class PoolCaches:
             os.chmod(root, 0o700 | COPYING)
             for entry in os.listdir(root):          # an engine may copy an image's files into a new volume
                 raise OSError('volume %s is not empty (%s)' % (name, entry))
-            files, size, left_out = _files.copy_tree(seed, root)
+            files, size, left_out, beyond = _files.copy_tree(seed, root)
+            if beyond:
+                # A partial copy is no snapshot: it stays marked as being copied (never mounted) and goes; runners
+                # keep mounting the current one.
+                self._drop(name)
+                self._warn(cache, 'a snapshot of slot 1 was not made: the copy did not reach all it holds: %s'
+                           % _files.left_out_said(beyond))
+                return
             os.chown(root, top.st_uid, top.st_gid)
             os.chmod(root, stat.S_IMODE(top.st_mode) & ~(COPYING | stat.S_ISUID | stat.S_ISGID))
         except (EngineError, OSError) as exc:
@@ -189,6 +199,13 @@ class PoolCaches:
         self.events.append(plan_mod.event('cache.seeded', pool, self.now, cache=cache.name, generation=gen,
                                           files=files, bytes=size, left_out=left_out))
         self.prune(cache)
+
+    def _drop(self, name):
+        """Remove a snapshot generation not made whole (the next prune removes it when this cannot)."""
+        try:
+            self.engine.volume_remove(name, in_use_ok=True)
+        except EngineError:
+            pass
 
     def prune(self, cache, known=None):
         """Remove this pool's snapshot generations of `cache` older than the current one (and unfinished ones),
@@ -243,9 +260,9 @@ def _complete(mountpoint):
         return False
 
 
-def cache_views(engine, scope, pool):
+def cache_views(engine, scope, pool, warnings=None):
     """A pool's caches as gh_runner_info shows them: each slot's own volumes and each snapshot generation, with
-    the bytes of their files."""
+    the bytes of their files (of those a walk reaches: `warnings`, a list, is told of what it left out)."""
     out = []
     labels = {'drover.role': ROLE, 'drover.pool': pool}
     if scope:
@@ -253,9 +270,12 @@ def cache_views(engine, scope, pool):
     for volume in engine.volumes_labelled(labels):
         marks = volume['labels']
         try:
-            size = _files.tree_size(volume['mountpoint']) if volume.get('mountpoint') else None
+            size, left_out = _files.tree_size(volume['mountpoint']) if volume.get('mountpoint') else (None, 0)
         except OSError:
-            size = None
+            size, left_out = None, 0
+        if left_out and warnings is not None:
+            warnings.append('pool %s: cache volume %s: its size counts only what a walk reached: %s'
+                            % (pool, volume['name'], _files.left_out_said(left_out)))
         slot, gen = marks.get('drover.slot'), marks.get(SNAPSHOT_LABEL)
         out.append({'name': marks.get('drover.cache'), 'slot': int(slot) if slot and slot.isdigit() else None,
                     'snapshot': int(gen) if gen and gen.isdigit() else None, 'path': marks.get('drover.cache-path'),

@@ -5,8 +5,9 @@
 first runner of a pass, which the slot engines (profile.docker rootless) use as their `registry-mirrors`.
 
 It is Debian's docker-registry (distribution v2) in proxy mode, in a container of the collection's registry image
-on the engine's default bridge (the runners' network), without a published host port: a slot engine reaches it at
-the container's address, a job can pull through it but never push to it (a proxy refuses pushes). Its configuration,
+on the pools' own bridge network (_slot_engine.pools_network: the slot holders are there, and no other container
+of the host: it has no client authentication, so no other tenant may reach it), without a published host port: a
+slot engine reaches it at the container's address there, a job can pull through it but never push to it (a proxy refuses pushes). Its configuration,
 with the upstream's password, is a file only root reads (beside the store), mounted read-only into the mirror's
 container alone: never an environment variable, a label or a command line. Its blobs are in an engine volume of
 its own, removed whole when they pass `max_size` (the next pulls fill it again).
@@ -30,6 +31,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
 from ansible_collections.drover.fleet.plugins.module_utils._host import STORE_LABEL
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
+from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
+    SlotEngineError, ensure_network, remove_network)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ROLE = 'mirror'
@@ -140,7 +143,11 @@ class HostMirror:
         found = self.engine.volume(self.volume)
         if not found or not found.get('mountpoint') or not os.path.isdir(found['mountpoint']):
             return 0
-        return _files.tree_size(found['mountpoint'])
+        size, left_out = _files.tree_size(found['mountpoint'])
+        if left_out:
+            self.warnings.append('registry mirror %s: its size counts only what a walk reached: %s'
+                                 % (self.name, _files.left_out_said(left_out)))
+        return size
 
     def ensure(self, spec):
         """The mirror running and answering: its URL as a slot engine names it, or None (told as mirror.down)."""
@@ -153,18 +160,23 @@ class HostMirror:
         if not self.engine.image_present(spec.image):
             return self._down('its image %s is not on the host (the host role builds it with '
                               'drover_host_slot_engines; or set mirror.image)' % spec.image)
+        try:
+            network = ensure_network(self.engine, self.scope)
+        except SlotEngineError as exc:
+            return self._down(str(exc))
         changed = self._write_config(spec)
         row = self.found()
         state = self.engine.inspect(row['id']) if row else None
-        if row and (changed or state is None or row.get('image') not in ('', spec.image)):
+        if row and (changed or state is None or row.get('image') not in ('', spec.image)
+                    or network not in (state or {}).get('networks', {})):
             self.engine.remove(row['id'])
             row = state = None
         elif row and state['status'] != 'running':
             self._down('its container was %s (exit code %s)' % (state['status'], state['exit_code']))
             self.engine.remove(row['id'])
             row = state = None
-        if spec.max_size and self._size() > spec.max_size * MIB:
-            size = self._size()
+        size = self._size() if spec.max_size else 0
+        if spec.max_size and size > spec.max_size * MIB:
             if row:
                 self.engine.remove(row['id'])
                 row = state = None
@@ -176,17 +188,17 @@ class HostMirror:
             cid = self.engine.create(self.name, spec.image, dict(self.labels, **{'drover.upstream': spec.upstream}),
                                      binds=['%s:%s:ro' % (self.config_path, CONFIG_IN_CONTAINER),
                                             '%s:%s' % (self.volume, DATA_IN_CONTAINER)],
-                                     cap_drop=['ALL'],
+                                     cap_drop=['ALL'], network_mode=network,
                                      host={'restart_policy': {'Name': 'on-failure', 'MaximumRetryCount': 3},
                                            'security_opt': ['no-new-privileges']})
             self.engine.start(cid)
             state = self.engine.inspect(cid)
             row = {'id': cid}
             self._event('mirror.started', upstream=spec.upstream)
-        address = (state or {}).get('address')
+        address = ((state or {}).get('networks') or {}).get(network)
         if not address:
             self.engine.remove(row['id'])
-            return self._down('its container has no address on the bridge')
+            return self._down('its container has no address on the pools\' network %s' % network)
         url = 'http://%s:%d' % (address, PORT)
         deadline = time.monotonic() + ANSWER_WAIT
         while not self._answers(url):
@@ -203,6 +215,7 @@ class HostMirror:
         if row is not None:
             self.engine.remove(row['id'])
             self._event('mirror.removed')
+        remove_network(self.engine, self.scope)         # (it stays while a slot's holder is on it)
         if purge:
             if self.engine.volume(self.volume) is not None:
                 self.engine.volume_remove(self.volume)

@@ -4,10 +4,11 @@
 """A runner slot's own Docker engine (profile.docker: rootless), never the host's.
 
 Each slot of such a pool has an unprivileged host user of its own (drv<10 hex>, a system user with a subordinate
-ID range of 65,536 IDs), a directory under SLOTS_ROOT owned by it (its engine's data root, its runtime directory
-with the socket, and the jobs' work folder), a network holder on the host's engine (a container that holds the
-slot's network namespace: the runner joins it, and the slot engine's published ports are there, so a step reaches
-a service container at localhost:<port>), and Debian's dockerd-rootless.sh run as that user in the holder's
+ID range of 65,536 IDs), a directory under SLOTS_ROOT (root's; below it the engine's data root, its runtime
+directory with the socket, and the jobs' work folder, the slot user's), a network holder on the host's engine (a
+container that holds the slot's network namespace, on the pools' own bridge network, where no other container of
+the host is: the runner joins it, and the slot engine's published ports are there, so a step reaches a service
+container at localhost:<port>), and Debian's dockerd-rootless.sh run as that user in the holder's
 network namespace. A container escape in a job lands as that user. The engine outlives the slot's runners; after
 each runner, nothing a job made stays for the next: its containers, volumes, networks, build cache and images go
 (but images pulled from Docker Hub, kept under a name of root's alone, so that the next pull fetches nothing), and
@@ -20,9 +21,10 @@ only the folders below it (home, run, data, work) are the slot user's. The engin
 pid with its start time), never by a pid read from the slot user's files, and its socket is used only once proven
 to be its dockerd's (the peer's credentials), through a link of root's that a job cannot replace.
 
-Owns: the slot user, its directory, the holder, starting and stopping the slot engine (and every process of the slot
-user when it stops), proving its socket, emptying it between jobs, and the binds a runner gets. Needs, on the host: rootlesskit, slirp4netns, newuidmap (uidmap), and /dev/net/tun
-usable by any user (the host role prepares them).
+Owns: the slot user, its directory, the pools' network, the holder, starting and stopping the slot engine (and
+every process of the slot user when it stops), proving its socket, emptying it between jobs, and the binds a runner
+gets. Needs, on the host: rootlesskit, slirp4netns, newuidmap (uidmap), and /dev/net/tun usable by any user (the
+host role prepares them).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,14 +44,23 @@ import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _files
 from ansible_collections.drover.fleet.plugins.module_utils._cgroup import CgroupError, Cgroups
+from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
+from ansible_collections.drover.fleet.plugins.module_utils._host import STORE_LABEL
+from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 SLOTS_ROOT = '/var/lib/drover-slots'
 ROOTLESS_SCRIPT = '/usr/share/docker.io/contrib/dockerd-rootless.sh'
 NEEDS = ('rootlesskit', 'slirp4netns', 'newuidmap', 'newgidmap', 'nsenter', 'setpriv', 'iptables')
 SUBIDS = 65536
-SUBID_FLOOR = 200000
+# Where slot users' subordinate ID ranges start, by default: above every ID an account of the host may have. Debian
+# gives accounts IDs below 60000 (and 65534); systemd's dynamic users and containers stay below 0x70000000; SSSD maps
+# directory users from 200000 to 2000200000 by default, FreeIPA from a base of up to about 2,000,000,000 (200,000 a
+# range). A job container's user N is the host's ID <range start> + N - 1: it must never be an account's.
+SUBID_FLOOR = 2 ** 31
+SUBID_CEILING = 2 ** 32 - 2             # the highest ID a user namespace maps
 START_TIMEOUT = 60
 HOLDER_ROLE = 'slot-holder'
+NETWORK_ROLE = 'pools-network'
 SOCKET_IN_RUNNER = '/var/run/docker.sock'
 LINK_LOCAL = '169.254.0.0/16'
 STOP_WAIT = 20                          # seconds an engine has to stop on SIGTERM before its user's processes are killed
@@ -80,6 +91,51 @@ def host_ready():
     return out
 
 
+def subid_floor_option(value):
+    """gh_runner_slot's slot_subid_floor, checked: where slot users' subordinate ID ranges may start (None: the
+    default). Raises SpecError naming the option."""
+    if value is None:
+        return SUBID_FLOOR
+    if isinstance(value, bool) or not isinstance(value, int) or not 65536 <= value <= SUBID_CEILING - SUBIDS + 1:
+        raise SpecError('slot_subid_floor must be a whole number from 65536 to %d (a range of %d IDs fits below '
+                        '%d), got %r' % (SUBID_CEILING - SUBIDS + 1, SUBIDS, SUBID_CEILING + 1, value))
+    return value
+
+
+def pools_network(scope):
+    """The name of the pools' own bridge network (of one store on an engine): the slot holders and the pools' mirror
+    are on it alone, so that no other container of the host (a task of another tenant) reaches the mirror or what
+    a slot publishes."""
+    return 'drover-pools-%s' % (scope[:8] if scope else 'host')
+
+
+def ensure_network(engine, scope):
+    """The pools' network, made when missing; its name. Raises SlotEngineError when a network of that name is not
+    it."""
+    name = pools_network(scope)
+    labels = {'drover.role': NETWORK_ROLE}
+    if scope:
+        labels[STORE_LABEL] = scope
+    try:
+        found = engine.network(name)
+        if found is None:
+            engine.network_create(name, labels)
+            return name
+    except EngineError as exc:
+        raise SlotEngineError('the pools\' network %s: %s' % (name, exc))
+    if found['driver'] != 'bridge' or any(found['labels'].get(k) != v for k, v in labels.items()):
+        raise SlotEngineError('network %s is not the pools\' network of this store (remove it, or rename it)' % name)
+    return name
+
+
+def remove_network(engine, scope):
+    """The pools' network removed once nothing is attached to it (else it stays)."""
+    try:
+        engine.network_remove(pools_network(scope))
+    except EngineError:
+        pass
+
+
 def slot_id(scope, pool, idx):
     """A slot's short ID: its user's name and its directory's."""
     return hashlib.sha256(('%s/%s/%d' % (scope or '', pool, idx + 1)).encode()).hexdigest()[:10]
@@ -89,8 +145,10 @@ class SlotEngine:
     """One slot's engine: `engine` is the host's (for the holder), `labels` those of the slot's holder."""
 
     def __init__(self, engine, scope, pool, idx, holder_image, labels, root=SLOTS_ROOT, cpus=None, memory=None,
-                 mirrors=None, keep_pulled=True):
+                 mirrors=None, keep_pulled=True, subid_floor=SUBID_FLOOR):
         self.engine = engine
+        self.subid_floor = subid_floor   # where its user's subordinate IDs may start (ensure_user)
+        self.moved = False              # its user's subordinate IDs moved this pass (ensure_user)
         # Whether images pulled from Docker Hub stay between jobs (kept_image); a pool of forks' jobs keeps none.
         self.keep_pulled = keep_pulled
         # The registry mirrors its engine pulls through (gh_runner_slot's mirror): a list, or None to keep what its
@@ -117,6 +175,8 @@ class SlotEngine:
         self.holder_name = 'drover-slot-%s' % self.id
         self.holder_image = holder_image
         self.labels = dict(labels, **{'drover.role': HOLDER_ROLE})
+        self.scope = scope
+        self.network = pools_network(scope)
         self.root = root
         self.ids = None                 # (uid, gid) of the slot's user, once ensure() made it
 
@@ -131,14 +191,29 @@ class SlotEngine:
         return entry.pw_uid, entry.pw_gid
 
     def ensure_user(self):
-        """The slot's user, with a subordinate ID range of its own; its (uid, gid)."""
+        """The slot's user, with a subordinate ID range of its own at or above `subid_floor` that no account of the
+        host has an ID in (getent); its (uid, gid). A range below the floor, or one an account's ID falls in (made
+        by an earlier release, or an account made since), is given up for a new one: then `moved` is set, and the
+        engine's data (whose files belong to the old range's IDs) must go."""
         if self._ids() is None:
             _run(['useradd', '--system', '--no-create-home', '--home-dir', self.dir, '--shell', '/usr/sbin/nologin',
                   self.user])
-        for path, flag in (('/etc/subuid', '--add-subuids'), ('/etc/subgid', '--add-subgids')):
-            if not _has_range(path, self.user):
-                start = _next_range(path)
-                _run(['usermod', flag, '%d-%d' % (start, start + SUBIDS - 1), self.user])
+        taken = None
+        for path, add, delete in (('/etc/subuid', '--add-subuids', '--del-subuids'),
+                                  ('/etc/subgid', '--add-subgids', '--del-subgids')):
+            mine = [(start, count) for name, start, count in _ranges(path) if name == self.user]
+            if taken is None and mine:
+                taken = _account_ids()
+            if any(count >= SUBIDS and start >= self.subid_floor and not _overlaps(start, count, taken or ())
+                   for start, count in mine):
+                continue
+            for start, count in mine:
+                _run(['usermod', delete, '%d-%d' % (start, start + count - 1), self.user])
+                self.moved = True
+            if taken is None:
+                taken = _account_ids()
+            start = _free_range(path, self.subid_floor, taken)
+            _run(['usermod', add, '%d-%d' % (start, start + SUBIDS - 1), self.user])
         return self._ids()
 
     def ensure_dirs(self, uid, gid):
@@ -161,26 +236,34 @@ class SlotEngine:
     # --- the holder -----------------------------------------------------------------------------
 
     def holder(self):
-        """The holder's engine view (id, state, pid), or None."""
+        """The holder's engine view (id, state, pid, networks), or None."""
         found = [c for c in self.engine.list_role(HOLDER_ROLE) if c['name'] == self.holder_name]
         if not found:
             return None
         state = self.engine.inspect(found[0]['id']) or {}
-        return {'id': found[0]['id'], 'state': found[0]['state'], 'pid': state.get('pid')}
+        return {'id': found[0]['id'], 'state': found[0]['state'], 'pid': state.get('pid'),
+                'networks': state.get('networks') or {}}
 
     def ensure_holder(self):
-        """The holder running, with the slot's network rules in its namespace."""
+        """The holder running on the pools' network, with the slot's network rules in its namespace: (its view,
+        whether it was made now: then an engine started in an earlier holder's namespace must start again)."""
         held = self.holder()
-        if held is None or held['state'] != 'running' or not held['pid']:
+        fresh = held is None or held['state'] != 'running' or not held['pid'] or self.network not in held['networks']
+        if fresh:
             if held is not None:
                 self.engine.remove(held['id'])
-            cid = self.engine.create(self.holder_name, self.holder_image, self.labels, command=['sleep', '2147483647'])
+            network = ensure_network(self.engine, self.scope)
+            # (IPv6 off in the slot's namespace: no link-local neighbour of the host's, no route the IPv4 rules miss)
+            cid = self.engine.create(self.holder_name, self.holder_image, self.labels, command=['sleep', '2147483647'],
+                                     network_mode=network, host={'sysctls': {
+                                         'net.ipv6.conf.all.disable_ipv6': '1',
+                                         'net.ipv6.conf.default.disable_ipv6': '1'}})
             self.engine.start(cid)
             held = self.holder()
             if held is None or not held['pid']:
                 raise SlotEngineError('the holder %s did not start' % self.holder_name)
         self._block_link_local(held['pid'])
-        return held
+        return held, fresh
 
     @staticmethod
     def _block_link_local(pid):
@@ -267,9 +350,15 @@ class SlotEngine:
             uid, gid = self.ensure_user()
             self.ensure_dirs(uid, gid)
             self.ids = (uid, gid)
+            if self.moved:
+                # the engine's data belongs to the IDs its user had: it starts anew, empty
+                self.stop_engine()
+                _clear(os.path.join(self.dir, 'data'))
         except (OSError, subprocess.SubprocessError) as exc:
             raise SlotEngineError('slot user %s: %s' % (self.user, exc))
-        holder = self.ensure_holder()
+        holder, fresh = self.ensure_holder()
+        if fresh:
+            self.stop_engine()          # its network namespace was the holder's that went
         procs = self._ensure_cgroup()
         try:
             reload = self._write_config()
@@ -496,6 +585,7 @@ class SlotEngine:
         held = self.holder()
         if held is not None:
             self.engine.remove(held['id'])
+        remove_network(self.engine, self.scope)
         groups = self.cgroups()
         if groups is not None:
             try:
@@ -691,10 +781,36 @@ def _ranges(path):
     return out
 
 
-def _has_range(path, user):
-    return any(name == user and count >= SUBIDS for name, dummy, count in _ranges(path))
+def _account_ids():
+    """Every user and group ID the host's accounts have, as NSS lists them (getent: local files, and directory
+    services that enumerate)."""
+    out = set()
+    for database in ('passwd', 'group'):
+        try:
+            done = subprocess.run(['getent', database], capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in done.stdout.splitlines():
+            parts = line.split(':')
+            if len(parts) > 2 and parts[2].isdigit():
+                out.add(int(parts[2]))
+    return out
 
 
-def _next_range(path):
-    """The start of a free range of SUBIDS IDs: above every range given out."""
-    return max([SUBID_FLOOR] + [start + count for dummy, start, count in _ranges(path)])
+def _overlaps(start, count, ids):
+    return any(start <= i < start + count for i in ids)
+
+
+def _free_range(path, floor, taken):
+    """The start of a free range of SUBIDS IDs: the lowest at or above `floor` that overlaps no range given out
+    there and holds no account's ID (`taken`). Raises OSError when none is left below SUBID_CEILING."""
+    used = [(start, start + count) for dummy, start, count in _ranges(path)]
+    start = floor
+    while start + SUBIDS - 1 <= SUBID_CEILING:
+        end = start + SUBIDS
+        clash = [e for s, e in used if s < end and start < e] + [i + 1 for i in taken if start <= i < end]
+        if not clash:
+            return start
+        start = max(clash)
+    raise OSError('no range of %d subordinate IDs is left between %d and %d in %s'
+                  % (SUBIDS, floor, SUBID_CEILING, path))

@@ -64,7 +64,8 @@ pools:
         - The pool's caches (O(drover.fleet.gh_runner_slot#module:profile.caches)), each slot's own volume and each
           snapshot generation, each with C(name), C(slot) (null for a snapshot), C(snapshot) (its generation, null
           for a slot's volume), C(path), C(volume) and C(size) (bytes of its files; null when its volume cannot be
-          read).
+          read). A volume deeper than 100 levels or of more than 500000 entries is sized by what a walk reaches, with
+          a warning that counts what it left out.
       type: list
       elements: dict
     records:
@@ -91,6 +92,8 @@ def main():
         result = info(module.params)
     except TaskFailure as exc:
         module.fail_json(msg=exc.msg)
+    for warning in result.pop('warnings', []):
+        module.warn(warning)
     module.exit_json(**result)
 
 

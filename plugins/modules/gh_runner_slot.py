@@ -288,6 +288,10 @@ options:
             runner of that slot, one at a time; another pool, or another slot, never sees it.
           - O(profile.caches[].max_size) (MiB) is kept after each runner ends, while its slot is vacant, by removing
             the oldest files (links are removed, never followed); event C(cache.trimmed).
+          - A job shapes its cache as it likes, so a trim, a snapshot's copy and a cache's size look 100 levels deep and
+            at 500,000 entries at most, and warn with the count of what they left out (a trim then removes the oldest
+            of what it saw); a copy that did not reach all of slot 1's volume is no snapshot, and the current one
+            stays.
           - A store made again at the same path finds its caches again by name and labels. A pool declared absent
             keeps its caches unless O(purge_caches). M(drover.fleet.gh_runner_info) shows each cache's size.
           - A pool snapshot (C(scope=pool), C(mode=ro)) is read-only in every runner that mounts it (a write fails
@@ -458,7 +462,8 @@ options:
     description:
       - A registry pull-through mirror for the slot engines of the call's pools (O(profile.docker=rootless)), which is
         Debian's docker-registry in proxy mode, in a container of the collection's registry image
-        (C(drover-mirror-<store>), on the engine's default bridge, no published host port), made before the first
+        (C(drover-mirror-<store>), on the pools' own network C(drover-pools-<store>) with the slot holders alone, no
+        published host port), made before the first
         runner of a pass where a pool of the call runs slot engines. Each slot engine has it as its only
         C(registry-mirrors) entry (told again, without a restart, when its address changes), so the jobs' pulls
         of Docker Hub images go through it; a job can pull through it, never push to it.
@@ -492,6 +497,17 @@ options:
         description: The mirror's image (the host role builds it with C(drover_host_slot_engines)).
         type: str
         default: drover.local/registry:1
+  slot_subid_floor:
+    description:
+      - Where the subordinate ID ranges of the slot users (O(profile.docker=rootless)) may start. A slot's user gets
+        65,536 IDs of its own at or above it, above every range given out there, holding no ID of an account of the
+        host (C(getent passwd), C(getent group)); a job container's user N runs as the host's ID I(start + N - 1),
+        so no range may hold a real account's ID. A slot's range below it, or holding an account's ID, is given up
+        for a new one at its next start (and its engine's data removed).
+      - The default, 2147483648 (2**31), lies above what SSSD (200000 to 2000200000) and FreeIPA map directory users
+        to; set it where the host's accounts or another tool's ranges go higher.
+      - The call's own option; not an option of an entry.
+    type: int
 seealso:
   - module: drover.fleet.gh_runner_info
 '''

@@ -143,6 +143,39 @@ def test_a_deprecated_runner_holds_its_pool_after_the_first_one(engine, standin,
     assert still['started'] == [] and containers(engine, pool_name) == {}
 
 
+# A job that writes the deprecated runner's lines to the runner's own output (PID 1's stdout, as a step of a real
+# runner could: the runner's log is that output), then ends well.
+FORGED_DEPRECATED = ("echo 'An error occured: Error: Forbidden Runner version v2.1.0 is deprecated and cannot receive "
+                     "messages.' > /proc/1/fd/1")
+FORGED_CANCEL = "echo \"$(date -u '+%Y-%m-%d %H:%M:%SZ'): Job build completed with result: Canceled\" > /proc/1/fd/1; "
+
+
+@pytest.mark.parametrize('script', [FORGED_DEPRECATED, FORGED_CANCEL + FORGED_DEPRECATED],
+                         ids=['deprecated line', 'completed line too'])
+def test_a_job_that_prints_the_deprecated_line_does_not_hold_its_pool(engine, standin, pool, pool_name, store_path,
+                                                                      script):
+    job = standin.queue_job(REPO, ['self-hosted', 'linux'], name='build', script=script)
+    name = pool(warm=0, profile={'slots': 1})['started'][0]
+    wait_for(lambda: containers(engine, pool_name)[name].status == 'exited', timeout=30)
+    logs = containers(engine, pool_name)[name].logs().decode('utf-8', 'replace')
+    assert 'Runner version v2.1.0 is deprecated' in logs, logs              # the forged line is in the runner's log
+    assert standin.jobs[job['id']]['conclusion'] == 'success'
+    after = standin.queue_job(REPO, ['self-hosted', 'linux'], name='next')
+    r = pool(warm=0, profile={'slots': 1})
+    assert r['released'] == [name], r['released']
+    ended = [e for e in r['events'] if e['event'] == 'runner.ended'][0]
+    assert (ended['took_job'], ended['job'], ended['result'], ended['runner_fault'], ended['runner_version']) == (
+        True, 'build', 'Succeeded', None, None), ended
+    assert [e['event'] for e in r['events'] if e['event'] in ('runner.failed', 'pool.held')] == [], r['events']
+    assert r['pool']['hold']['until'] is None and r['pool']['hold']['failures'] == 0
+    db = sqlite3.connect(str(store_path))
+    assert db.execute('SELECT hold_until, hold_cause, failures FROM pools WHERE pool = ?',
+                      (pool_name,)).fetchone() == (None, None, 0)
+    db.close()
+    assert len(r['started']) == 1, warnings_of(r)                           # the next job starts
+    wait_for(lambda: standin.jobs[after['id']]['conclusion'] == 'success', timeout=30)
+
+
 def test_a_burst_is_started_before_the_ended_runners_are_deregistered(engine, standin, pool, pool_name):
     """Reaping ended runners (a DELETE each) waits until the pass has started runners for the queued jobs; the
     result counts the pass's GitHub requests, as the stand-in saw them."""

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from helpers import wait_for
+from helpers import wait_for, warnings_of
 from sweep import register
 
 RUNNER_IMAGE = 'drover.local/runner:1'
@@ -168,6 +168,36 @@ def test_max_size_is_kept_while_the_slot_is_vacant(engine, standin, module_runne
     info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
     assert info['pools'][0]['caches'][0]['size'] == 2 * MIB
     assert os.path.isdir('/etc')                                    # the link was never followed
+
+
+# A job that deepens its cache 1,000 levels (a walk that recursed failed the pass for every pool).
+DEEPEN = ('cd /mods && echo top > top && i=0; while [ $i -lt 1000 ]; do mkdir d && cd d || exit 1; i=$((i + 1)); '
+          'done; echo deep > f')
+
+
+def test_a_cache_a_job_made_1000_levels_deep_is_walked_to_a_bound_and_told(
+        engine, standin, module_runner, store_path, pool_name, cache_volumes):
+    cache_volumes.append(pool_name)
+    caches = [{'name': 'mods', 'path': '/mods', 'scope': 'pool', 'mode': 'ro', 'seed_from': 'slot1', 'max_size': 1}]
+    run = pool_runner(module_runner, standin, store_path, pool_name, caches)
+    output, collected = job(engine, standin, run, pool_name, DEEPEN, 'deepen')
+    assert not collected.get('failed'), collected
+    assert [e['result'] for e in collected['events'] if e['event'] == 'runner.ended'] == ['Succeeded'], output
+    said = 'the walk left out 1 (a directory deeper than 100 levels, with all it holds, counts as one'
+    warnings = warnings_of(collected)
+    assert [w for w in warnings if 'cache mods' in w and 'more than max_size' in w and said in w], warnings
+    assert [w for w in warnings if 'cache mods' in w and 'snapshot of slot 1 was not made' in w and said in w], warnings
+    # no partial snapshot: the first (empty) generation stays the one runners mount
+    assert 'cache.seeded' not in [e['event'] for e in collected['events']]
+    assert [n.rsplit('-', 1)[-1] for n in snapshot_names(engine, pool_name)] == ['g1']
+    info = module_runner('gh_runner_info', dict(store_path=store_path, pool=pool_name))
+    [shown] = [c for c in info['pools'][0]['caches'] if c['slot'] == 1]
+    assert shown['size'] == len('top\n'), shown                 # the walk reached the top, not the deepest file
+    assert [w for w in warnings_of(info) if said in w], info
+    # the pool goes on: the next job runs, with the cache as the last one left it
+    output, collected = job(engine, standin, run, pool_name, 'cat /mods/top', 'next')
+    assert 'top' in output and [e['result'] for e in collected['events'] if e['event'] == 'runner.ended'] == [
+        'Succeeded'], output
 
 
 # A job that writes where it may (slot 1 of a slot1-seeded snapshot writes its own volume), and otherwise reads

@@ -86,6 +86,7 @@ def delivery(job, repository, action='queued'):
         'action': action,
         'workflow_job': {'id': job['id'], 'run_id': job['run_id'], 'name': job['name'], 'labels': job['labels'],
                          'status': 'queued' if action == 'queued' else 'in_progress', 'head_sha': job['head_sha'],
+                         'created_at': job['created_at'], 'started_at': job['started_at'], 'completed_at': None,
                          'runner_id': None, 'runner_name': None},
         'repository': {'id': 1, 'name': name, 'full_name': repository, 'private': True,
                        'owner': {'login': owner, 'type': 'Organization'}},
@@ -199,9 +200,15 @@ def test_a_replay_runs_nothing_and_what_a_delivery_says_is_never_templated(
     injected = delivery(standin.queue_job(REPO, LABELS), REPO)
     injected['repository']['full_name'] = "octo/{{ lookup('pipe', 'touch %s') }}" % marks['repository']
     assert rulebook.post(injected)[0] == 200
+    # a delivery captured two hours ago, which this rulebook never saw (it restarted since): its job is too old
+    old = delivery(standin.queue_job(REPO, LABELS), REPO)
+    old['workflow_job']['created_at'] = old['workflow_job']['started_at'] = time.strftime(
+        '%Y-%m-%dT%H:%M:%SZ', time.gmtime(time.time() - 7200))
+    assert rulebook.post(old)[0] == 200
     time.sleep(WINDOW + 4)
     assert rulebook.plays() == 1, rulebook.output()[-4000:]
     assert 'seen before' in rulebook.output() and 'names no repository' in rulebook.output()
+    assert 'more than the window: dropped as a replay' in rulebook.output()
     # A pull request's author writes these: the pass runs for the repository, and nothing they say is run.
     named = delivery(standin.queue_job(REPO, LABELS), REPO)
     named['workflow_job'].update(head_branch="{{ lookup('pipe', 'touch %s') }}" % marks['branch'],

@@ -7,20 +7,28 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import re
 import shutil
 import socket
 import stat
 import subprocess
 import tempfile
 import threading
+import uuid
 
 import pytest
 
+import test_pool_docker
+import test_pool_mirror
 from helpers import wait_for
-from test_pool_docker import BUILD, REPO, RUNNER_IMAGE, STANDIN_HOST, TOKEN, one_slot_dir, pool_runner  # noqa: F401
-from test_pool_mirror import HUB_PASSWORD, HUB_USER, PULL, upstream  # noqa: F401
+from test_pool_docker import BUILD, REPO, one_slot_dir, pool_runner
+from test_pool_mirror import HUB_PASSWORD, HUB_USER, PULL
 
-# (STANDIN_HOST and TOKEN are read by the standin fixture from this module, upstream is a fixture)
+# What the standin fixture reads of this module (the runners reach the stand-in at the bridge's gateway, with the
+# token pool_runner passes), and the upstream registry fixture (a stand-in for Docker Hub)
+STANDIN_HOST = test_pool_docker.STANDIN_HOST
+TOKEN = test_pool_docker.TOKEN
+upstream = test_pool_mirror.upstream
 
 # The attack on root's files of the slot: a job container binds the slot's top directory (its work folder's parent)
 # and names a root process group as the engine's pid, links the engine's log into a root-only directory, puts a FIFO
@@ -47,7 +55,8 @@ docker run --rm -v "${PWD%%/work}:/s" mine:1 /bin/busybox sh -c \
   '/bin/busybox rm -f /s/run/docker.sock && /bin/busybox ln -s %(decoy)s /s/run/docker.sock && echo "linked: run/docker.sock"'
 '''
 AFTER = ('docker info --format "{{.SecurityOptions}}" | grep -q rootless && echo "engine: rootless"; '
-         'echo "containers: $(docker ps -aq | wc -l)"')
+         'echo "containers: $(docker ps -aq | wc -l)"; '
+         'echo "ipv6 off: $(cat /proc/sys/net/ipv6/conf/all/disable_ipv6)"')
 
 
 class Decoy:
@@ -155,7 +164,7 @@ def test_a_job_cannot_turn_the_pass_s_root_against_the_host_through_its_slot(
         box, after = _ended(engine, third['started'][0])
         # the link to another socket was never used: not by the pass, not by the next job
         assert decoy.requests == [], decoy.requests
-        assert 'engine: rootless' in after and 'containers: 0' in after, after
+        assert 'engine: rootless' in after and 'containers: 0' in after and 'ipv6 off: 1' in after, after
         assert 'completed with result: Succeeded' in after, after
         # the runner's socket is root's proven link, in the slot's top directory
         binds = box.attrs['HostConfig']['Binds']
@@ -171,7 +180,6 @@ def test_a_job_cannot_turn_the_pass_s_root_against_the_host_through_its_slot(
         victim.kill()
         victim.wait()
         shutil.rmtree(rootonly, ignore_errors=True)
-
 
 
 # What one job leaves for the next in its slot: an image of its own under the name of one the next job pulls from
@@ -227,3 +235,101 @@ def test_the_next_job_of_a_slot_finds_nothing_the_last_one_left(
     finally:
         run(state='absent', kill_busy=True)
         run(state='absent', purge_caches=True, mirror=dict(enabled=False))
+
+
+def _reach(engine, url):
+    """What a container on the host's default bridge (another tenant's task) gets from `url` in 5 s."""
+    out = engine.containers.run('drover.local/busybox:1', ['sh', '-c', 'timeout 5 wget -q -O - %s 2>&1; echo "exit $?"'
+                                                           % url], remove=True)
+    return out.decode('utf-8', 'replace')
+
+
+def test_another_tenant_reaches_neither_the_mirror_nor_what_a_slot_publishes(
+        engine, standin, module_runner, store_path, pool_name, upstream):
+    """The pools' mirror has no client authentication (its upstream account's password is the host's): only the slot
+    engines may reach it. A task container on the host's bridge reaches neither it nor a port a job publishes."""
+    hub, url = upstream
+    mirror = dict(enabled=True, upstream=url, username=HUB_USER, password=HUB_PASSWORD)
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+    script = PULL + ('mkdir -p www && echo "the job\'s service" > www/index.html && '
+                     'docker run -d -p 8080:80 -v "$PWD/www:/w" busybox:1 httpd -f -p 80 -h /w >/dev/null && '
+                     'echo "serving"; sleep 25')
+    try:
+        standin.queue_job(REPO, ['self-hosted', pool_name], name='serve', script=script)
+        first = run(mirror=mirror)
+        assert len(first['started']) == 1, first
+        box = engine.containers.get(first['started'][0])
+        try:
+            wait_for(lambda: box.reload() or 'serving' in box.logs().decode('utf-8', 'replace'), timeout=90)
+        except AssertionError:
+            raise AssertionError(box.logs().decode('utf-8', 'replace'))
+        assert 'pulled: from-the-hub' in box.logs().decode('utf-8', 'replace')
+        [mirror_box] = engine.containers.list(filters={'label': 'drover.role=mirror'})
+        [holder] = engine.containers.list(filters={'label': ['drover.role=slot-holder', 'drover.pool=%s' % pool_name]})
+        mirror_ip = list(mirror_box.attrs['NetworkSettings']['Networks'].values())[0]['IPAddress']
+        holder_ip = list(holder.attrs['NetworkSettings']['Networks'].values())[0]['IPAddress']
+        # both on the pools' network alone, not on the host's bridge
+        assert list(mirror_box.attrs['NetworkSettings']['Networks']) == \
+            list(holder.attrs['NetworkSettings']['Networks']) != ['bridge']
+        # the manifest of the upstream account's image through the mirror, and the job's service
+        got = _reach(engine, 'http://%s:5000/v2/library/busybox/manifests/1' % mirror_ip)
+        assert 'exit 0' not in got and 'schemaVersion' not in got, got
+        got = _reach(engine, 'http://%s:8080/' % holder_ip)
+        assert 'exit 0' not in got and "the job's service" not in got, got
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=90)
+        assert 'completed with result: Succeeded' in box.logs().decode('utf-8', 'replace')
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True, mirror=dict(enabled=False))
+    assert engine.networks.list(filters={'label': 'drover.role=pools-network'}) == []
+
+
+def test_a_job_container_s_user_is_no_account_of_the_host(engine, standin, module_runner, store_path, pool_name):
+    """A directory service maps its users from 200000 (SSSD's default): an account has ID 201000 and a file only it
+    reads. The slot user's subordinate range (here asked to start at 200000) leaves that ID out, so a job container
+    run as user 1001 (the range's start + 1000) is not that account, and cannot read the file."""
+    account = 'dvt%s' % uuid.uuid4().hex[:8]
+    folder = tempfile.mkdtemp(prefix='drover-account-', dir='/var/tmp')
+    os.chmod(folder, 0o755)
+    subprocess.run(['useradd', '--no-create-home', '--uid', '201000', '--user-group', account], check=True,
+                   capture_output=True)
+    secret = os.path.join(folder, 'secret')
+    with open(secret, 'w') as handle:
+        handle.write('the account\'s own\n')
+    os.chmod(secret, 0o600)
+    os.chown(secret, 201000, 201000)
+    script = BUILD + ('echo "read: $(docker run --rm --user 1001 -v %s:/x mine:1 /bin/busybox cat /x/secret 2>&1)"'
+                      % folder)
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+    try:
+        standin.queue_job(REPO, ['self-hosted', pool_name], name='account', script=script)
+        first = run(slot_subid_floor=200000)
+        assert len(first['started']) == 1, first
+        dummy, out = _ended(engine, first['started'][0])
+        assert 'built: mine:1' in out and 'read: ' in out, out
+        assert "the account's own" not in out and re.search(r'read: .*(Permission denied|permission denied)', out), out
+        user = 'drv%s' % one_slot_dir(engine, pool_name)
+        for path in ('/etc/subuid', '/etc/subgid'):
+            [(start, count)] = [(int(f[1]), int(f[2])) for f in (line.strip().split(':') for line in open(path))
+                                if f[0] == user]
+            assert start >= 200000 and not start <= 201000 < start + count, (path, start, count)
+        run(slot_subid_floor=200000)
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True)
+        subprocess.run(['userdel', account], capture_output=True, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_bad_subordinate_floor_is_refused_and_nothing_changes(engine, standin, module_runner, store_path, pool_name):
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+    before = (sorted(c.name for c in engine.containers.list(all=True)), open('/etc/subuid').read(),
+              sorted(os.listdir('/var/lib/drover-slots')) if os.path.isdir('/var/lib/drover-slots') else [])
+    for floor in (0, 1000, 2 ** 32, -5):
+        standin.queue_job(REPO, ['self-hosted', pool_name], name='never', script='echo never')
+        out = run(slot_subid_floor=floor)
+        assert out.get('failed') and 'slot_subid_floor must be a whole number from 65536' in out['msg'], out
+        after = (sorted(c.name for c in engine.containers.list(all=True)), open('/etc/subuid').read(),
+                 sorted(os.listdir('/var/lib/drover-slots')) if os.path.isdir('/var/lib/drover-slots') else [])
+        assert after == before
+        assert not os.path.exists(store_path)

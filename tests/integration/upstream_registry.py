@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""A stand-in for Docker Hub on this machine: a registry (distribution v2, in the collection's registry image, on the
-test engine's bridge) that asks for a bearer token as Docker Hub does, and a token service (here, in the test's
+"""A stand-in for Docker Hub on this machine: a registry (distribution v2, in the collection's registry image, in the
+host's network namespace, listening on the bridge's gateway address: reached from every network of the engine as the
+Hub is, and the pools' mirror is on a network of its own) that asks for a bearer token as Docker Hub does, and a token service (here, in the test's
 process, on the bridge's gateway address) that hands one out for a user and password over Basic auth, as
 auth.docker.io does. The registry counts what it serves: `blob_fetches()` reads its access log."""
 
@@ -22,6 +23,16 @@ import uuid
 REGISTRY_IMAGE = 'drover.local/registry:1'
 SERVICE = 'upstream.stand-in'
 ISSUER = 'drover-test-token-service'
+
+
+def _free_port():
+    import socket
+    probe = socket.socket()
+    try:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+    finally:
+        probe.close()
 
 
 def _b64(data):
@@ -112,12 +123,15 @@ class Upstream:
         os.mkdir(os.path.join(self.dir, 'data'))
         self.name = 'drover-test-upstream-%s' % uuid.uuid4().hex[:8]
         self.tokens = TokenService(gateway, username, password)
-        self.port = None
+        self.gateway = gateway
+        self.port = _free_port()
         self.box = None
 
     def _config(self, auth):
+        # filled on loopback (an engine pushes there without TLS), served on the gateway's address
         lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:',
-                 '    rootdirectory: /var/lib/registry', 'http:', '  addr: :5000']
+                 '    rootdirectory: /var/lib/registry', 'http:',
+                 '  addr: %s:%d' % (self.gateway if auth else '127.0.0.1', self.port)]
         if auth:
             lines += ['auth:', '  token:', '    realm: %s' % self.tokens.realm, '    service: %s' % SERVICE,
                       '    issuer: %s' % ISSUER, '    rootcertbundle: /etc/docker/registry/token.crt']
@@ -131,17 +145,15 @@ class Upstream:
             self.box.remove(force=True)
         self._config(auth)
         self.box = self.engine.containers.run(
-            REGISTRY_IMAGE, name=self.name, detach=True, labels={'drover.test': 'upstream'},
-            ports={'5000/tcp': ('127.0.0.1', None)},
+            REGISTRY_IMAGE, name=self.name, detach=True, labels={'drover.test': 'upstream'}, network_mode='host',
             volumes=['%s/config.yml:/etc/docker/registry/config.yml:ro' % self.dir,
                      '%s/token.crt:/etc/docker/registry/token.crt:ro' % self.dir,
                      '%s/data:/var/lib/registry' % self.dir])
-        self.box.reload()
-        self.address = self.box.attrs['NetworkSettings']['IPAddress']
-        self.port = int(self.box.attrs['NetworkSettings']['Ports']['5000/tcp'][0]['HostPort'])
+        address = self.gateway if auth else '127.0.0.1'
         for dummy in range(100):
             done = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}',
-                                   'http://127.0.0.1:%d/v2/' % self.port], capture_output=True, text=True, check=False)
+                                   'http://%s:%d/v2/' % (address, self.port)], capture_output=True, text=True,
+                                  check=False)
             if done.stdout in ('200', '401'):
                 return
             time.sleep(0.1)
@@ -159,7 +171,7 @@ class Upstream:
 
     def serve(self):
         self._run(auth=True)
-        return 'http://%s:5000' % self.address
+        return 'http://%s:%d' % (self.gateway, self.port)
 
     def blob_fetches(self):
         """GETs of blobs the registry answered 200 (what a pull through a mirror costs upstream)."""

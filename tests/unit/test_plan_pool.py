@@ -505,6 +505,68 @@ def test_a_deprecated_runner_holds_its_pool_though_it_took_a_job():
     assert kinds(events) == ['pool.released'] and state['failures'] == 0
 
 
+# What a job prints reaches the runner container's log as the runner's own lines do (a step writes to the
+# runner's stdout through /proc/1/fd/1, or it runs as the runner's child): forged lines in a job's span.
+DEPRECATED_LINE = 'An error occured: Error: Forbidden Runner version v2.316.1 is deprecated and cannot receive messages.\n'
+RUNNING_LINE = '2026-12-02 14:56:29Z: Running job: build (3.11)\n'
+FORGED_COMPLETED = '2026-12-02 14:56:29Z: Job build (3.11) completed with result: Canceled\n'
+OWN_COMPLETED = '2026-12-02 14:56:30Z: Job build (3.11) completed with result: Succeeded\n'
+START = "Current runner version: '2.316.1'\n2026-12-02 14:56:28Z: Listening for Jobs\n"
+FORGED_LOGS = {
+    # the deprecated line alone, printed by the job
+    'in the span': START + RUNNING_LINE + DEPRECATED_LINE + OWN_COMPLETED,
+    # a forged `completed ... Canceled` line and the deprecated line: the runner's own completed line follows
+    'forged completed': START + RUNNING_LINE + FORGED_COMPLETED + DEPRECATED_LINE + OWN_COMPLETED,
+    # the runner's exit lines too
+    'forged exit': START + RUNNING_LINE + FORGED_COMPLETED + DEPRECATED_LINE +
+    'Runner listener exit with terminated error, stop the service, no retry needed.\nExiting runner...\n' +
+    OWN_COMPLETED,
+    # a job that prints `Running job:` itself, then a completed line and the deprecated line
+    'forged running': START + RUNNING_LINE + '2026-12-02 14:56:29Z: Running job: other\n' +
+    '2026-12-02 14:56:29Z: Job other completed with result: Canceled\n' + DEPRECATED_LINE + OWN_COMPLETED,
+    # a process the job left behind prints it after the runner's last line: the job did not end Canceled
+    'after a success': START + RUNNING_LINE + OWN_COMPLETED + DEPRECATED_LINE,
+    'after a failure': START + RUNNING_LINE + OWN_COMPLETED.replace('Succeeded', 'Failed') + DEPRECATED_LINE,
+    # a forged Canceled line and the deprecated line after the runner's own: two completed lines
+    'forged after': START + RUNNING_LINE + OWN_COMPLETED + FORGED_COMPLETED + DEPRECATED_LINE,
+    # a result that only begins like Canceled
+    'not quite canceled': START + RUNNING_LINE + OWN_COMPLETED.replace('Succeeded', 'CanceledX') + DEPRECATED_LINE,
+    # the runner's own completed line with a name longer than a result's grammar still counts as one
+    'long job name': START + '2026-12-02 14:56:29Z: Running job: %s\n' % ('n' * 300) + FORGED_COMPLETED +
+    DEPRECATED_LINE + '2026-12-02 14:56:30Z: Job %s completed with result: Succeeded\n' % ('n' * 300),
+    # an error line in the span or after it: the job's, not a runner that cannot work
+    'an error in the span': START + RUNNING_LINE + 'An error occurred: forged\n' + OWN_COMPLETED,
+}
+
+
+@pytest.mark.parametrize('case', sorted(FORGED_LOGS))
+def test_what_a_job_prints_holds_nothing(case):
+    read = p.read_runner_log(FORGED_LOGS[case])
+    assert read['took'] is True and read['fault'] is None and read['version'] is None, read
+    assert p.fault_cause(read) is None
+    state, events = p.ended(p.fresh_state(), 'ci', read['took'], 9, T0, fault=p.fault_cause(read))
+    assert events == [] and state['hold_until'] is None and state['failures'] == 0
+
+
+def test_the_job_a_runner_ran_is_its_first_running_line():
+    read = p.read_runner_log(FORGED_LOGS['forged running'])
+    assert read['job'] == 'build (3.11)' and read['result'] == 'Succeeded'
+
+
+def test_the_runner_s_own_faults_still_hold():
+    # before the job's span: the runner's own lines
+    read = p.read_runner_log(START + DEPRECATED_LINE + RUNNING_LINE + OWN_COMPLETED)
+    assert (read['took'], read['fault'], read['version']) == (True, 'deprecated', '2.316.1')
+    # after the one completed line, a Canceled one (actions/runner#3366), wherever the runner's exit lines are
+    read = p.read_runner_log(START + RUNNING_LINE + FORGED_COMPLETED + 'Exiting runner...\n' + DEPRECATED_LINE)
+    assert (read['fault'], read['version']) == ('deprecated', '2.316.1')
+    # residual: a job whose token cancels its own run (its runner prints the one completed line, Canceled) and that
+    # leaves a process printing after the runner's last line holds the pool; so does a job that ends the runner
+    # before its completed line, having printed a Canceled one
+    read = p.read_runner_log(START + RUNNING_LINE + FORGED_COMPLETED + DEPRECATED_LINE)
+    assert read['fault'] == 'deprecated'
+
+
 def test_record_denied_by_the_names_a_runner_keeps_credentials_under():
     diff = ['/runner', '/runner/_work', '/runner/_work/out.txt', '/runner/.credentials', '/tmp/.credentials_rsaparams',
             '/home/runner/.runner', '/tmp/copy-of-JITCONFIG.json', '/runner/credentials.txt']
@@ -668,11 +730,11 @@ def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
         os.utime(str(path), (T0 + i, T0 + i))
     os.symlink(str(outside), str(root / 'link'))
     os.symlink(str(outside / 'precious'), str(root / 'a' / 'file-link'))
-    assert _files.tree_size(str(root)) == 3000
-    assert _files.trim_tree(str(root), 1500) == (2, 2000)
+    assert _files.tree_size(str(root)) == (3000, 0)
+    assert _files.trim_tree(str(root), 1500) == (2, 2000, 0)
     assert sorted(os.listdir(str(root / 'a'))) == ['file-link'] and (root / 'new').exists()
     assert (outside / 'precious').read_bytes() == b'x' * 5000
-    assert _files.trim_tree(str(root), 1500) is None
+    assert _files.trim_tree(str(root), 1500) == (0, 0, 0)
 
 
 def test_copy_tree_copies_files_dirs_and_links_but_no_device_or_fifo_and_no_setuid(tmp_path):
@@ -687,11 +749,174 @@ def test_copy_tree_copies_files_dirs_and_links_but_no_device_or_fifo_and_no_setu
     os.symlink('/etc/shadow', str(src / 'shadow'))
     os.mkfifo(str(src / 'pipe'))
     os.mknod(str(src / 'disk'), 0o600 | stat.S_IFCHR, os.makedev(1, 3))      # /dev/null's numbers
-    assert _files.copy_tree(str(src), str(dst)) == (2, 3010, 2)
+    assert _files.copy_tree(str(src), str(dst)) == (2, 3010, 2, 0)
     assert sorted(os.listdir(str(dst))) == ['d', 'shadow', 'tool']
     assert (dst / 'd' / 'f').read_bytes() == b'z' * 3000 and os.stat(str(dst / 'd' / 'f')).st_mtime == T0
     assert os.readlink(str(dst / 'shadow')) == '/etc/shadow' and os.path.islink(str(dst / 'shadow'))
     assert stat.S_IMODE(os.stat(str(dst / 'tool')).st_mode) == 0o755
+
+
+def remove_deep(root):
+    """Remove the tree `root` without recursion: its files, then its directories, deepest first."""
+    folders, pending = [], [str(root)]
+    while pending:
+        folders.append(pending.pop())
+        for entry in os.scandir(folders[-1]):
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            else:
+                os.unlink(entry.path)
+    for folder in reversed(folders):
+        os.rmdir(folder)
+
+
+@pytest.fixture
+def deep_tree():
+    """make(root, levels): a chain of `levels` directories `d` under `root` (made), a 10-byte file `f` in root and in
+    each: a cache a job deepened. make.also(path): another tree to remove. Removed afterwards, without recursion
+    (the tests' own walks, a secret sweep among them, recurse)."""
+    made = []
+
+    def make(root, levels):
+        path = str(root)
+        os.makedirs(path, exist_ok=True)
+        made.append(path)
+        for level in range(levels + 1):
+            with open(os.path.join(path, 'f'), 'wb') as handle:
+                handle.write(b'x' * 10)
+            if level < levels:
+                path = os.path.join(path, 'd')
+                os.mkdir(path)
+        return path
+    make.also = made.append
+    yield make
+    for root in made:
+        if os.path.isdir(root):
+            remove_deep(root)
+
+
+def test_a_tree_1000_levels_deep_is_walked_to_its_bound_and_what_is_left_out_counted(tmp_path, deep_tree):
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    src, dst = tmp_path / 'seed', tmp_path / 'snap'
+    deep_tree(src, 1000)
+    dst.mkdir()
+    deep_tree.also(str(dst))
+    # within the bound: the files of levels 1 .. TREE_DEPTH (root's own and those of d .. d x (TREE_DEPTH - 1));
+    # left out: the directory at level TREE_DEPTH, with all it holds, counted as one
+    files, left_out = _files.tree_files(str(src))
+    depth = _files.TREE_DEPTH
+    assert len(files) == depth and left_out == 1
+    within = os.path.join(str(src), *(['d'] * (depth - 1) + ['f']))
+    assert within in [f[0] for f in files] and all(len(f[0]) <= len(within) for f in files)
+    assert _files.tree_size(str(src)) == (depth * 10, 1)
+    assert _files.copy_tree(str(src), str(dst)) == (depth, depth * 10, 0, 1)
+    assert (dst.joinpath(*(['d'] * (depth - 1) + ['f']))).read_bytes() == b'x' * 10
+    assert not dst.joinpath(*(['d'] * depth)).exists()
+    assert _files.tree_size(str(dst)) == (depth * 10, 0)
+    # trimming takes what it saw, and leaves what lies below the bound as it is
+    assert _files.trim_tree(str(src), 0) == (depth, depth * 10, 1)
+    assert src.joinpath(*(['d'] * depth + ['f'])).exists() and not os.path.exists(within)
+
+
+def test_a_walk_stops_after_tree_entries_and_counts_what_it_had_yet_to_look_at(tmp_path, monkeypatch):
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    monkeypatch.setattr(_files, 'TREE_ENTRIES', 5)
+    for folder in 'abc':
+        for name in ('1', '2', '3'):
+            (tmp_path / 'root' / folder).mkdir(parents=True, exist_ok=True)
+            (tmp_path / 'root' / folder / name).write_bytes(b'y')
+    # a, b, c and two files of the first directory listed; left out: the third file, the two directories not listed
+    files, left_out = _files.tree_files(str(tmp_path / 'root'))
+    assert len(files) == 2 and left_out == 3
+    assert _files.tree_size(str(tmp_path / 'root')) == (2, 3)
+    (tmp_path / 'snap').mkdir()
+    assert _files.copy_tree(str(tmp_path / 'root'), str(tmp_path / 'snap')) == (2, 2, 0, 3)
+
+
+def test_a_path_longer_than_the_system_takes_is_left_out_and_counted(tmp_path):
+    import errno
+    import shutil
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    src, dst = tmp_path / 's', tmp_path / ('x' * 200) / ('y' * 200)
+    src.mkdir()
+    dst.mkdir(parents=True)
+    fd = os.open(str(src), os.O_RDONLY)
+    try:
+        for level in range(20):                         # 20 names of 250 bytes: past PATH_MAX (4096) from level 16
+            with os.fdopen(os.open('f', os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd), 'wb') as handle:
+                handle.write(b'z')
+            os.mkdir('n' * 250, dir_fd=fd)
+            fd, above = os.open('n' * 250, os.O_RDONLY, dir_fd=fd), fd
+            os.close(above)
+    finally:
+        os.close(fd)
+    try:
+        files, left_out = _files.tree_files(str(src))
+        assert left_out >= 1 and 10 <= len(files) < 20
+        copied = _files.copy_tree(str(src), str(dst))
+        # the copy's names are 400 bytes longer: it reaches fewer levels, and counts the rest
+        assert copied[3] >= 1 and copied[0] < len(files) and copied[2] == 0
+        with pytest.raises(OSError) as exc:
+            os.lstat(os.path.join(str(src), *(['n' * 250] * 19 + ['f'])))
+        assert exc.value.errno == errno.ENAMETOOLONG
+    finally:
+        shutil.rmtree(str(src))                         # by descriptors, as the names are too long for a path
+        shutil.rmtree(str(dst))
+
+
+class CacheEngine:
+    """Volumes as directories under a folder: what PoolCaches asks of the engine."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.volumes = {}
+        self.removed = []
+
+    def volume(self, name):
+        return self.volumes.get(name)
+
+    def volume_create(self, name, driver, options, labels):
+        path = os.path.join(str(self.folder), name)
+        os.mkdir(path)
+        self.volumes[name] = {'name': name, 'mountpoint': path, 'labels': dict(labels)}
+
+    def volumes_labelled(self, labels):
+        return [dict(v) for v in self.volumes.values()
+                if all(k in v['labels'] and (value is None or v['labels'][k] == value) for k, value in labels.items())]
+
+    def volume_remove(self, name, in_use_ok=False):
+        self.removed.append(name)
+        self.volumes.pop(name, None)
+
+
+def test_a_cache_a_job_deepened_is_told_and_never_made_a_partial_snapshot(tmp_path, deep_tree):
+    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils import _pool_caches
+    engine = CacheEngine(tmp_path / 'volumes')
+    (tmp_path / 'volumes').mkdir()
+    deep_tree.also(str(tmp_path / 'volumes'))
+    pool = cache_spec([{'name': 'mods', 'path': '/m', 'scope': 'pool', 'seed_from': 'slot1', 'max_size': 1},
+                       {'name': 'deps', 'path': '/d', 'max_size': 1}])
+    events, warnings = [], []
+    caches = _pool_caches.PoolCaches(engine, pool, 'scope', False, T0, events, warnings)
+    caches.binds(0)
+    caches.binds(1)
+    first = caches.snapshots[('ci', 'mods')]
+    for cache in ('mods', 'deps'):
+        deep_tree(engine.volumes[_pool_caches.volume_name('scope', 'ci', cache, 1)]['mountpoint'], 1000)
+    caches.ended(0, True)
+    said = 'the walk left out 1 (a directory deeper than %d levels, with all it holds' % _files.TREE_DEPTH
+    assert [w for w in warnings if said in w and 'cache mods' in w and 'not made' in w], warnings
+    assert [w for w in warnings if said in w and 'cache deps' in w and 'more than max_size' in w], warnings
+    # the partial copy is not the snapshot: runners keep mounting the one before
+    assert 'cache.seeded' not in kinds(events) and caches.snapshots[('ci', 'mods')] == first
+    partial = _pool_caches.volume_name('scope', 'ci', 'mods', 'g2')
+    assert engine.removed == [partial] and partial not in engine.volumes
+    assert 'cache.trimmed' not in kinds(events)             # what the walk reached is within max_size
+    viewed = []
+    views = _pool_caches.cache_views(engine, 'scope', 'ci', viewed)
+    assert sorted(v['size'] for v in views if v['slot'] == 1) == [_files.TREE_DEPTH * 10] * 2     # what it reached
+    assert len([w for w in viewed if said in w]) == 2, viewed
 
 
 @pytest.mark.parametrize('gpus,error', [
@@ -800,10 +1025,25 @@ def test_slot_ids_differ_by_store_pool_and_slot_and_fit_a_user_name():
     assert len('drv' + se.slot_id('a', 'ci', 0)) <= 32
 
 
-def test_a_subordinate_range_is_taken_above_every_range_given(tmp_path):
+def test_a_subordinate_range_is_taken_above_every_range_given_and_clear_of_every_account(tmp_path):
     from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
     path = tmp_path / 'subuid'
-    path.write_text('alice:100000:65536\ndrvx:300000:65536\n')
-    assert se._next_range(str(path)) == 365536
-    assert se._has_range(str(path), 'drvx') and not se._has_range(str(path), 'bob')
-    assert se._next_range(str(tmp_path / 'none')) == se.SUBID_FLOOR
+    floor = se.SUBID_FLOOR
+    path.write_text('alice:100000:65536\ndrvx:%d:65536\n' % floor)
+    assert se._free_range(str(path), floor, set()) == floor + 65536
+    assert se._free_range(str(tmp_path / 'none'), floor, set()) == floor
+    # ranges below the floor (alice's, or a slot's of an earlier release) are not what the next starts above
+    below = tmp_path / 'subgid'
+    below.write_text('alice:100000:65536\ndrvold:200000:65536\n')
+    assert se._free_range(str(below), floor, set()) == floor
+    # an account's ID in the way (a directory user SSSD maps there): the range starts past it
+    assert se._free_range(str(path), floor, {floor + 70000, 5}) == floor + 70001
+    assert se._overlaps(floor, 65536, {floor + 65535}) and not se._overlaps(floor, 65536, {floor + 65536})
+    # nothing left below the highest ID a user namespace maps
+    try:
+        se._free_range(str(path), se.SUBID_CEILING - 100, set())
+        raise AssertionError('a range past the ceiling was given')
+    except OSError as exc:
+        assert 'no range of 65536 subordinate IDs is left' in str(exc)
+    # the default floor is above what SSSD and FreeIPA map directory users to
+    assert floor > 2000200000

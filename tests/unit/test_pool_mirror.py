@@ -49,7 +49,7 @@ class FakeEngine:
 
     def __init__(self, image_present=True, address='198.18.0.9'):
         self.present, self.address = image_present, address
-        self.containers, self.volumes, self.calls = {}, {}, []
+        self.containers, self.volumes, self.calls, self.networks = {}, {}, [], {}
 
     def image_present(self, ref):
         return self.present
@@ -59,12 +59,25 @@ class FakeEngine:
 
     def inspect(self, cid):
         c = self.containers.get(cid)
-        return None if c is None else {'status': c['state'], 'exit_code': c.get('exit_code', 0),
-                                       'address': self.address if c['state'] == 'running' else None}
+        address = self.address if c is not None and c['state'] == 'running' else None
+        return None if c is None else {'status': c['state'], 'exit_code': c.get('exit_code', 0), 'address': None,
+                                       'networks': {c['network']: address} if c.get('network') else {}}
+
+    def network(self, name):
+        return self.networks.get(name)
+
+    def network_create(self, name, labels):
+        self.networks[name] = {'name': name, 'driver': 'bridge', 'labels': labels, 'containers': []}
+
+    def network_remove(self, name):
+        if any(c.get('network') == name for c in self.containers.values()):
+            return False
+        return self.networks.pop(name, None) is not None
 
     def create(self, name, image, labels, **kw):
         self.calls.append(('create', name, kw))
-        self.containers['c%d' % len(self.calls)] = {'name': name, 'image': image, 'state': 'created', 'labels': labels}
+        self.containers['c%d' % len(self.calls)] = {'name': name, 'image': image, 'state': 'created',
+                                                    'labels': labels, 'network': kw.get('network_mode')}
         return 'c%d' % len(self.calls)
 
     def start(self, cid):
@@ -99,6 +112,9 @@ def test_made_answering_then_left_alone(tmp_path):
     [(dummy, name, kw)] = [c for c in engine.calls if c[0] == 'create']
     assert name == 'drover-mirror-abcdef01' and 'pw-1' not in repr(engine.calls) + repr(engine.containers)
     assert kw['binds'][0] == '%s:/etc/docker/registry/config.yml:ro' % work.config_path and kw['cap_drop'] == ['ALL']
+    # on the pools' own network (made for it), never the host's bridge: only slot holders are there
+    assert kw['network_mode'] == 'drover-pools-abcdef01' and engine.networks['drover-pools-abcdef01']['labels'] == {
+        'drover.role': 'pools-network', 'drover.store': 'abcdef0123456789'}
     assert stat.S_IMODE(os.stat(work.config_path).st_mode) == 0o600 and 'pw-1' in open(work.config_path).read()
     # the same again: nothing made or removed
     assert work.ensure(spec) == 'http://198.18.0.9:5000' and len(engine.calls) == 1 and len(events) == 1
