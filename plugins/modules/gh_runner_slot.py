@@ -252,12 +252,16 @@ options:
           - A Docker engine for the jobs (C(services:), C(container:) jobs, Docker actions, C(docker build)), never the
             host's. V(none), the default, gives none.
           - V(rootless) gives each slot an engine of its own - Debian's C(dockerd-rootless.sh) run as an unprivileged
-            host user of the slot's own (C(drv<10 hex>), a subordinate ID range of 65,536 IDs), its data under
-            C(/var/lib/drover-slots/<id>), in the network namespace of a holder container the slot's runner joins
-            (so a step reaches a service it published at C(localhost:<port>)). The runner runs as that user, with the
-            engine's socket at C(/var/run/docker.sock), C(DOCKER_BUILDKIT=1), and its work folder at the same path as
-            the engine sees it (C(docker run -v "$PWD:/w") works). After each job the slot engine's containers, volumes
-            and networks go; its images and build cache stay. A drained pool stops its slot engines, and with
+            host user of the slot's own (C(drv<10 hex>), a subordinate ID range of 65,536 IDs at or above
+            O(slot_subid_floor)), its data under C(/var/lib/drover-slots/<id>) (a directory of root's; its folders below
+            are that user's), in the network namespace of a holder container the slot's runner joins, on the pools' own
+            network (so a step reaches a service it published at C(localhost:<port>), and no other container of the
+            host does). The runner runs as that user, with the engine's socket (root's link to it, once proven to be
+            that engine's) at C(/var/run/docker.sock), C(DOCKER_BUILDKIT=1), and its work folder at the same path as
+            the engine sees it (C(docker run -v "$PWD:/w") works). After each job nothing it made stays for the next
+            - the slot engine's containers, volumes, networks, build cache and images go (but an image pulled from
+            Docker Hub, kept as C(drover-kept:<ID>) alone, and none in a O(pull_requests_from_forks) pool), and the
+            work folder and home are emptied. A drained pool stops its slot engines, and with
             O(purge_caches) removes their data and users. Needs O(profile.network_mode=bridge) and, on the host,
             rootlesskit, slirp4netns, uidmap and a /dev/net/tun any user can open (the host role's
             C(drover_host_slot_engines)).

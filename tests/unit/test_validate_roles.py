@@ -106,3 +106,17 @@ def test_a_no_log_value_is_in_no_message(monkeypatch):
     assert result['failed'] is True
     assert len(result['argument_errors']) == 2, result['argument_errors']
     assert secret not in repr(result)
+
+
+def test_a_pool_with_docker_for_its_jobs_passes_the_role_s_check():
+    """The role's check took a pool's profile as the role once wrote it (no `docker`): every pool declared in the
+    inventory with Docker for its jobs was refused."""
+    pool = {'pool': 'ci', 'repository': 'octo/app', 'labels': ['self-hosted'], 'hold_until': '2026-01-01T00:00:00Z',
+            'profile': {'name': 'dind', 'image': 'runner:1', 'slots': 2, 'docker': 'rootless',
+                        'capabilities': {'add': ['NET_RAW']},
+                        'caches': [{'name': 'npm', 'path': '/cache', 'scope': 'slot'}]}}
+    result = action({'roles': ['runner_pools']}, {'drover_pools': [pool], 'drover_pools_slot_subid_floor': 300000})
+    assert not result.get('failed'), result
+    result = action({'roles': ['runner_pools']}, {'drover_pools': [dict(pool, profile=dict(
+        pool['profile'], docker='vm'))]})
+    assert result['failed'] and any('docker' in e and 'vm' in e for e in result['argument_errors']), result
