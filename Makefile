@@ -122,8 +122,10 @@ collection:
 unit: venv collection standin-deps
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
+# The integration suite in three pytest sessions at once (the tasks', the runner pools' and the simulated hosts'
+# files), then the files that must run alone: hack/integration.sh says why.
 integration: setup registry
-	$(PY) -m pytest -q tests/integration $(PYTEST_ARGS)
+	PY=$(PY) hack/integration.sh $(PYTEST_ARGS)
 	hack/leaks.sh
 
 MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles service_placement

@@ -98,9 +98,11 @@ def host_links():
 def net_snapshot(engine, path, scope=None):
     """Everything a task network can leave behind: namespaces, host links, drover containers, store rows."""
     snap = host_snapshot(engine, path, scope)
-    snap['netns'] = netns_list()
-    # Docker's own veth* (bridge containers of other tasks) come and go; ours are dv* and the stand-in ENIs.
-    snap['links'] = [l for l in host_links() if not l[0].startswith('veth')]
+    # (the task namespaces: a simulated host's, drvfleet-*, is the suite's own)
+    snap['netns'] = [n for n in netns_list() if n.startswith('drover-')]
+    # Docker's own veth* (bridge containers of other tasks) and br-* (its networks: the runner pools') come and go;
+    # ours are dv* and the stand-in ENIs.
+    snap['links'] = [l for l in host_links() if not l[0].startswith(('veth', 'br-'))]
     return snap
 
 

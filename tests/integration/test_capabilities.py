@@ -125,7 +125,7 @@ def test_arp_spoof_of_the_gateway_needs_net_raw(engine, cluster, converge, net_r
 
 def test_a_host_network_task_is_refused_and_nothing_changes(engine, cluster, converge, store_path):
     converge(name='web', containers=[container('main')])
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     for check in (True, False):
         r = converge(check=check, name='hostnet', network_mode='host', containers=[container('main')])
         assert r.failed and r['msg'].startswith('network_mode is host'), r.get('msg')
@@ -135,7 +135,7 @@ def test_a_host_network_task_is_refused_and_nothing_changes(engine, cluster, con
         assert r.failed and r['msg'].startswith('task_definition.networkMode is host'), r.get('msg')
         r = converge(check=check, tasks=[{'name': 'hostnet', 'network_mode': 'host', 'containers': [container('main')]}])
         assert r.failed and r['msg'].startswith('tasks[0].network_mode is host'), r.get('msg')
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
     allowed = converge(name='hostnet', network_mode='host', allow_host_network=True, containers=[container('main')])
     assert not allowed.failed and allowed['task']['last_status'] == 'RUNNING', allowed.get('msg')
     assert inspect(engine, allowed)['HostConfig']['NetworkMode'] == 'host'
@@ -156,7 +156,7 @@ def pool_args(standin, store_path, pool_name, **kw):
 
 def test_a_host_network_runner_profile_is_refused_and_nothing_changes(engine, module_runner, standin, store_path,
                                                                       pool_name):
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.pool=%s' % pool_name)
     for check in (True, False):
         r = module_runner('gh_runner_slot', pool_args(standin, store_path, pool_name), check=check)
         assert r.failed and r['msg'].startswith('profile.network_mode is host'), r.get('msg')
@@ -166,7 +166,7 @@ def test_a_host_network_runner_profile_is_refused_and_nothing_changes(engine, mo
         r = module_runner('gh_runner_slot', dict(args, pools=[{'pool': pool_name}]), check=check)
         assert r.failed and r['msg'].startswith('pools[0] (pool %s): profile.network_mode is host' % pool_name), \
             r.get('msg')
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.pool=%s' % pool_name) == before
     assert [c for c in standin.requests if c['method'] == 'POST'] == []
 
 

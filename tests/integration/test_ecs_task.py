@@ -382,7 +382,7 @@ def test_host_check_converges_nothing_on_a_host_that_lacks_something(engine, clu
     lacking = dict(store_dir_mode='0700', image='drover.local/no-such-image:1',
                    libraries=['docker', 'drover_not_a_library'])
     store_dir = os.path.dirname(store_path)
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     for check in (True, False):
         result = converge(check=check, host_check=lacking, **args)
         assert result['changed'] is False and result['events'] == [] and 'task' not in result
@@ -392,7 +392,7 @@ def test_host_check_converges_nothing_on_a_host_that_lacks_something(engine, clu
         assert result['host']['image'] == {'name': 'drover.local/no-such-image:1', 'present': False}
         assert result['msg'] == 'the host lacks libraries, store_dir, image: no task was converged'
         assert 'ansible_facts' not in result
-        assert host_snapshot(engine, store_path) == before and not os.path.exists(store_dir)
+        assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before and not os.path.exists(store_dir)
     os.makedirs(store_dir, mode=0o700)
     result = converge(host_check=dict(lacking, libraries=['docker']), **args)
     assert result['host']['needs'] == ['image'] and result['changed'] is False

@@ -193,14 +193,14 @@ def test_another_task_cannot_write_into_a_task_s_router(engine, cluster, converg
     victim = converge(name='logs', containers=[app(), router()])
     assert victim['task']['last_status'] == 'RUNNING', victim['task']
     wait_for(lambda: receiver.lines('app-firelens-logs') == ['line-one', 'line-two'], timeout=15)
-    before = host_snapshot(engine, store_path)
+    before = [host_snapshot(engine, store_path, 'drover.cluster=%s' % c) for c in (cluster, cluster + 'x')]
     for address in forged_addresses(firelens.directory(store_path, cluster, 'logs')):
         r = converge(name='forger', cluster=cluster + 'x', log_addresses=[address], containers=[container(
             'app', ['sh', '-c', 'echo forged-line; exec sleep 3600'], log_configuration={
                 'log_driver': 'fluentd', 'options': {'fluentd-address': address, 'tag': 'app-firelens-logs'}})])
         assert r.failed and r['msg'].startswith('containers[0].log_configuration.options.fluentd-address %s is a '
                                                 'socket of the collection\'s own' % address), r['msg']
-        assert host_snapshot(engine, store_path) == before
+        assert [host_snapshot(engine, store_path, 'drover.cluster=%s' % c) for c in (cluster, cluster + 'x')] == before
     assert receiver.lines('app-firelens-logs') == ['line-one', 'line-two']
     assert 'forged-line' not in json.dumps(receiver.records)
 

@@ -248,7 +248,7 @@ def test_aws_pull_credentials_never_reach_another_registry(engine, cluster, conv
     the stand-in registry never sees an Authorization header."""
     where, seen = recorder
     image = '%s/drover/busybox:1' % where
-    before = host_snapshot(engine, store_path)
+    before = host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster)
     ecr = converge(name='steal', execution_role_arn=ROLE, aws_endpoint_url=moto_aws, pull='always',
                    registry_auth={'registry': where, 'ecr': True}, containers=[container('main', image=image)])
     assert ecr.failed and ecr['msg'] == ('registry_auth.registry %s is not an ECR registry (<account>.dkr.ecr.<region>.'
@@ -261,7 +261,7 @@ def test_aws_pull_credentials_never_reach_another_registry(engine, cluster, conv
         'task_definition.containerDefinitions[0].repositoryCredentials: the task has no '
         'task_definition.executionRoleArn, and what a container reads from AWS when it starts is read as the task\'s '
         'execution role (as ECS requires)'), secret['msg']
-    assert host_snapshot(engine, store_path) == before
+    assert host_snapshot(engine, store_path, 'drover.cluster=%s' % cluster) == before
     assert [auth for _path, auth in seen if auth] == [] and seen == []
     # With the execution role, the secret is read as that role (and pulls from the registry it names): the
     # stand-in then sees the secret's credentials, as a registry of the task's own should.

@@ -323,13 +323,15 @@ def test_a_job_container_s_user_is_no_account_of_the_host(engine, standin, modul
 
 def test_a_bad_subordinate_floor_is_refused_and_nothing_changes(engine, standin, module_runner, store_path, pool_name):
     run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
-    before = (sorted(c.name for c in engine.containers.list(all=True)), open('/etc/subuid').read(),
-              sorted(os.listdir('/var/lib/drover-slots')) if os.path.isdir('/var/lib/drover-slots') else [])
+
+    def host():
+        return (sorted(c.name for c in engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name})),
+                open('/etc/subuid').read(), open('/etc/subgid').read(),
+                sorted(os.listdir('/var/lib/drover-slots')) if os.path.isdir('/var/lib/drover-slots') else [])
+    before = host()
     for floor in (0, 1000, 2 ** 32, -5):
         standin.queue_job(REPO, ['self-hosted', pool_name], name='never', script='echo never')
         out = run(slot_subid_floor=floor)
         assert out.get('failed') and 'slot_subid_floor must be a whole number from 65536' in out['msg'], out
-        after = (sorted(c.name for c in engine.containers.list(all=True)), open('/etc/subuid').read(),
-                 sorted(os.listdir('/var/lib/drover-slots')) if os.path.isdir('/var/lib/drover-slots') else [])
-        assert after == before
+        assert host() == before
         assert not os.path.exists(store_path)
