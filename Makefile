@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-salt test test-suites setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo demo-salt test test-suites static setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -54,8 +54,12 @@ demo: setup
 demo-salt: setup salt-venv
 	$(MAKE) demo DEMO_SALT=1
 
-# The suites of `make test`, in order (TEST_SUITES='unit integration' runs some of them the same way).
-TEST_SUITES ?= setup leftovers changelog docs lint unit salt integration faults-ci molecule galaxy sanity
+# The suites of `make test`, in order (TEST_SUITES='unit integration' runs some of them the same way). `static`:
+# the suites that need no engine (changelog, docs, lint, unit), and the Salt suite's venv, made at once.
+TEST_SUITES ?= setup leftovers static salt integration faults-ci molecule galaxy sanity
+
+static:
+	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv
 
 # The suites run in a make of their own; then the test registry they start (hack/registry.sh) is stopped,
 # whether they passed or failed, unless it was already running before `make test` (then it is left running).
