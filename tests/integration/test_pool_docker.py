@@ -63,7 +63,9 @@ JOB_AGAIN = ('echo "containers: $(docker ps -aq | wc -l)"; echo "volumes: $(dock
 def pool_runner(module_runner, standin, store_path, pool, slots=1, memory=1024):
     """One pass of a `docker: rootless` pool of the test's own; keyword arguments override the pool's options."""
     def run(**kw):
-        params = dict(pool=pool, labels=['self-hosted', pool], token=TOKEN, api_url=standin.url,
+        # (the stand-in checks every request and answer against GitHub's OpenAPI description: on a loaded machine, with
+        # make test's sessions at once, an answer may take longer than the 15 s a pass waits by default)
+        params = dict(pool=pool, labels=['self-hosted', pool], token=TOKEN, api_url=standin.url, github_timeout=60,
                       store_path=store_path, machine_id='mid' + pool, warm=0, repository=REPO,
                       profile=dict(name='dind', image=RUNNER_IMAGE, slots=slots, memory=memory, docker='rootless',
                                    environment={'DROVER_JOB_SECONDS': '0.1'}))
