@@ -171,7 +171,6 @@ class SlotEngine:
         self.socket_link = os.path.join(self.dir, 'engine.sock')
         # the slot user's (the engine makes it in its runtime directory): never used before it is proven
         self.socket = os.path.join(self.run_dir, 'docker.sock')
-        self.dockerd = None             # the pid of the engine's dockerd, once its socket was proven this pass
         self.holder_name = 'drover-slot-%s' % self.id
         self.holder_image = holder_image
         self.labels = dict(labels, **{'drover.role': HOLDER_ROLE})
@@ -298,7 +297,6 @@ class SlotEngine:
         holds, once that is proven to be a socket whose listener is the dockerd of the engine root started (the
         child of rootlesskit's child); else None. What a job put there (a link to another socket, a socket of its
         own, a file) is never used."""
-        self.dockerd = None
         engine, ids = self._engine(), self._uid_gid()
         if engine is None or ids is None:
             return None
@@ -320,7 +318,6 @@ class SlotEngine:
             return None
         finally:
             _unlink(fresh)
-        self.dockerd = peer[0]
         return self.socket_link
 
     def client(self, timeout=30):
@@ -361,10 +358,11 @@ class SlotEngine:
             self.stop_engine()          # its network namespace was the holder's that went
         procs = self._ensure_cgroup()
         try:
-            reload = self._write_config()
+            changed = self._write_config()
         except OSError as exc:
             raise SlotEngineError('slot %s: its engine\'s configuration: %s' % (self.id, exc))
-        if self.answers() and (not reload or self._reload()):
+        # (only a slot with no runner is ensured: a start disturbs no job)
+        if not changed and self.answers():
             return False
         self.stop_engine()
         env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'HOME': os.path.join(self.dir, 'home'),
@@ -405,29 +403,24 @@ class SlotEngine:
 
     def _write_config(self):
         """The engine's configuration file (root's, 0644: the slot's user reads it) as `mirrors` says; whether it
-        changed."""
+        changed (then the engine starts again: BuildKit reads the mirrors, and that a mirror speaks plain HTTP, only
+        when the engine starts; a reload is not enough). A plain-HTTP mirror is also among `insecure-registries`:
+        without it BuildKit asks it over HTTPS and a build's base image never comes through it."""
         had = _read_root_file(self.config_file)
         if self.mirrors is None and had is not None:
             return False
-        text = json.dumps({'registry-mirrors': list(self.mirrors)} if self.mirrors else {}, sort_keys=True) + '\n'
+        config = {}
+        if self.mirrors:
+            config['registry-mirrors'] = list(self.mirrors)
+            # (with its scheme: the engine takes the address alone for its own pulls, and BuildKit takes http:// as
+            # plain HTTP, where an address alone would be HTTPS without verification)
+            plain = [m.rstrip('/') for m in self.mirrors if m.startswith('http://')]
+            if plain:
+                config['insecure-registries'] = plain
+        text = json.dumps(config, sort_keys=True) + '\n'
         if text == had:
             return False
         _files.write_whole(self.config_file, text, 0o644)
-        return True
-
-    def _reload(self):
-        """A running engine reads its configuration file again (registry-mirrors is one it reloads on SIGHUP);
-        False when it cannot be told (then it is started again). The signal goes to the dockerd whose socket was
-        proven (answers()), never to a pid a file names."""
-        if self.dockerd is None:
-            return False
-        try:
-            with open('/proc/%d/cmdline' % self.dockerd, 'rb') as handle:
-                if self.config_file.encode() not in handle.read().split(b'\0'):
-                    return False            # an engine started before it had this file
-            os.kill(self.dockerd, signal.SIGHUP)
-        except OSError:
-            return False
         return True
 
     def cgroups(self):
@@ -495,7 +488,6 @@ class SlotEngine:
             _clear(self.run_dir)
         except OSError:
             pass
-        self.dockerd = None
 
     @staticmethod
     def _sweep(uid, gid):

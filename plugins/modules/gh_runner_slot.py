@@ -469,7 +469,8 @@ options:
         (C(drover-mirror-<store>), on the pools' own network C(drover-pools-<store>) with the slot holders alone, no
         published host port), made before the first
         runner of a pass where a pool of the call runs slot engines. Each slot engine has it as its only
-        C(registry-mirrors) entry (told again, without a restart, when its address changes), so the jobs' pulls
+        C(registry-mirrors) entry and among its C(insecure-registries) (so BuildKit's builds come through it too; the engine
+        starts again with them, before the slot's next runner, when the mirror's address changes), so the jobs' pulls
         of Docker Hub images go through it; a job can pull through it, never push to it.
       - Its configuration, with O(mirror.password), is a file only root reads (C(mirror/) beside the store), mounted
         read-only into the mirror's container alone; its blobs are in the engine volume C(drover-mirror-<store>).

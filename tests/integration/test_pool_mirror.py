@@ -144,3 +144,39 @@ def test_jobs_pull_through_the_mirror_only(engine, standin, module_runner, store
         run(state='absent', kill_busy=True)
         run(state='absent', purge_caches=True)
     assert _mirror_box(engine) is None
+
+
+# A build whose base image is Docker Hub's busybox:1, with BuildKit (docker build's default in a runner: the runner has
+# DOCKER_BUILDKIT=1), on a slot whose engine never pulled it.
+BUILD_FROM_HUB = ('mkdir -p ctx && printf "FROM busybox:1\\nRUN echo built-on-the-hub-s > /made\\n" > ctx/Dockerfile && '
+                  'docker build -q -t made:1 ctx >/dev/null 2>build.err && '
+                  'echo "build: $(docker run --rm made:1 cat /made)" || { echo "build failed"; cat build.err; }')
+
+
+def test_a_build_s_base_comes_through_the_mirror_on_a_fresh_slot(
+        engine, standin, module_runner, store_path, pool_name, upstream):
+    """BuildKit asks a registry mirror over HTTPS unless the engine takes it as an insecure registry (the mirror
+    speaks plain HTTP): a fresh slot's first build pulls its base through the mirror, and the other slot's build
+    costs the upstream no blob."""
+    hub, url = upstream
+    mirror = dict(enabled=True, upstream=url, username=HUB_USER, password=HUB_PASSWORD)
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=2, memory=1024)
+    labels = ['self-hosted', pool_name]
+    try:
+        standin.queue_job(REPO, labels, name='one', script=BUILD_FROM_HUB + '; sleep 10')
+        first = run(mirror=mirror)
+        assert len(first['started']) == 1, first
+        one = _output(engine, first['started'][0], until='build')
+        assert 'build: built-on-the-hub-s' in one, one
+        fetched = hub.blob_fetches()
+        assert fetched >= 1, fetched
+        # the other slot, while the first runs: its engine is fresh too
+        standin.queue_job(REPO, labels, name='two', script=BUILD_FROM_HUB)
+        second = run(mirror=mirror)
+        assert len(second['started']) == 1 and second['started'][0].split('-')[-2] == '2', warnings_of(second)
+        two = _output(engine, second['started'][0])
+        assert 'build: built-on-the-hub-s' in two, two
+        assert hub.blob_fetches() == fetched
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True, mirror=dict(enabled=False))
