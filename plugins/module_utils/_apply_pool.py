@@ -483,17 +483,20 @@ class PoolPass:
             self._ensure_image()
         except EngineError as exc:
             return self._cannot_start(slots[0], 'image pull failed: %s' % exc)
-        try:
-            self.cache_binds = dict((idx, self.caches.binds(idx)) for idx in slots)
-        except (EngineError, CacheError) as exc:
-            return self._cannot_start(slots[0], 'its caches: %s' % exc)
-        if spec.profile.docker == 'rootless':
+        rootless = spec.profile.docker == 'rootless'
+        if rootless:
             try:
                 for idx in slots:
                     if self.slot_engine(idx).ensure():
                         self.events.append(plan_mod.event('slot.engine_started', spec.pool, self.now, slot=idx + 1))
             except (EngineError, SlotEngineError) as exc:
                 return self._cannot_start(slots[0], 'its slot engine: %s' % exc)
+        try:
+            # a slot cache's root is the user's the job runs as (with a slot engine: the slot's own user)
+            self.cache_binds = dict((idx, self.caches.binds(idx, self.slot_engine(idx).ids if rootless else None))
+                                    for idx in slots)
+        except (EngineError, CacheError, OSError) as exc:
+            return self._cannot_start(slots[0], 'its caches: %s' % exc)
         prepared = []
         for idx in slots:
             ready = self._register(idx)

@@ -69,30 +69,36 @@ class PoolCaches:
 
     # --- a runner's binds ------------------------------------------------------------------------
 
-    def binds(self, idx):
+    def binds(self, idx, owner=None):
         """The binds of slot `idx`'s caches (volume:path:rw|ro), their volumes made (labelled) when missing; a
-        volume of a cache's name that is not that cache of this store is never mounted (CacheError)."""
+        volume of a cache's name that is not that cache of this store is never mounted (CacheError). `owner`: the
+        (uid, gid) the job runs as, whose a writable cache's root is made (a new volume's root is root's, 0755)."""
         out = []
         for cache in self.caches:
             if cache.scope == 'slot' or (cache.seed_from == SEED_SLOT and idx == 0):
-                out.append('%s:%s:rw' % (self._slot_volume(cache, idx), cache.path))
+                out.append('%s:%s:rw' % (self._slot_volume(cache, idx, owner), cache.path))
             else:
                 pool = self.spec.pool if cache.seed_from == SEED_SLOT else cache.seed_from.split(':', 1)[1]
                 out.append('%s:%s:ro' % (self._snapshot(pool, cache), cache.path))
         return out
 
-    def _slot_volume(self, cache, idx):
+    def _slot_volume(self, cache, idx, owner=None):
         name = volume_name(self.scope, self.spec.pool, cache.name, idx + 1)
         labels = self._labels(self.spec.pool, cache.name, cache.path, **{'drover.slot': str(idx + 1)})
-        self._ensure(name, labels, 'the cache %s of slot %d' % (cache.name, idx + 1))
+        found = self._ensure(name, labels, 'the cache %s of slot %d' % (cache.name, idx + 1))
+        if owner is not None:
+            _own_root(found.get('mountpoint'), owner)
         return name
 
     def _ensure(self, name, labels, what):
+        """The volume, made when missing: its engine view."""
         found = self.engine.volume(name)
         if found is None:
             self.engine.volume_create(name, 'local', {}, labels)
+            found = self.engine.volume(name) or {}
         elif any(found['labels'].get(k) != v for k, v in labels.items() if k != 'drover.cache-path'):
             raise CacheError('volume %s is not %s of this store' % (name, what))
+        return found
 
     # --- snapshots -------------------------------------------------------------------------------
 
@@ -281,3 +287,16 @@ def cache_views(engine, scope, pool, warnings=None):
                     'snapshot': int(gen) if gen and gen.isdigit() else None, 'path': marks.get('drover.cache-path'),
                     'volume': volume['name'], 'size': size})
     return out
+
+
+def _own_root(mountpoint, owner):
+    """A volume's root directory given to `owner` ((uid, gid)), through its own descriptor (never a link)."""
+    if not mountpoint:
+        raise CacheError('its volume has no mount point on the host')
+    fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0))
+    try:
+        info = os.fstat(fd)
+        if (info.st_uid, info.st_gid) != tuple(owner):
+            os.fchown(fd, owner[0], owner[1])
+    finally:
+        os.close(fd)

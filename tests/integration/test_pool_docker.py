@@ -234,3 +234,28 @@ def test_a_job_container_past_the_profile_s_memory_is_killed_and_the_pass_tells_
     finally:
         run(state='absent', kill_busy=True)
         run(state='absent', purge_caches=True)
+
+
+def test_a_slot_cache_is_the_job_s_own_to_write(engine, standin, module_runner, store_path, pool_name):
+    """A job of a slot with an engine of its own runs as the slot's user, not root: the slot cache's root is that
+    user's, so a job writes there and the slot's next job reads what it wrote."""
+    caches = [{'name': 'deps', 'path': '/cache', 'scope': 'slot'}]
+    run = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+
+    def job(name, script):
+        standin.queue_job(REPO, ['self-hosted', pool_name], name=name, script=script)
+        started = run(profile=dict(name='dind', image=RUNNER_IMAGE, slots=1, memory=1024, docker='rootless',
+                                   caches=caches, environment={'DROVER_JOB_SECONDS': '0.1'}))['started']
+        assert len(started) == 1, started
+        box = engine.containers.get(started[0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=120)
+        return box.logs().decode('utf-8', 'replace')
+
+    try:
+        wrote = job('write', 'echo "user: $(id -u)"; echo "from the first job" > /cache/kept && echo "cache: written"')
+        assert 'cache: written' in wrote and 'user: 0' not in wrote, wrote
+        read = job('read', 'echo "cache: $(cat /cache/kept)"')
+        assert 'cache: from the first job' in read, read
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True)
