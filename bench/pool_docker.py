@@ -140,12 +140,13 @@ def big_image(client, size_mib):
     return ref
 
 
-def pull_round(engine, client, hub, url, name):
+def pull_round(engine, client, hub, name):
     """(anchor, first, second) seconds: the host's engine from the registry, slot 1 and slot 2 through a new
     mirror."""
-    direct = '127.0.0.1:%d/library/%s' % (hub.port, name)
+    direct = '%s/library/%s' % (hub.serve(auth=False, loopback=True)[7:], name)
     anchor, dummy = timed(lambda: client.api.pull(direct))
     client.images.remove(direct)
+    url = hub.serve(auth=False)                     # on the bridge's gateway, where the mirror reaches it
     scope = uuid.uuid4().hex[:8]
     state = tempfile.mkdtemp(prefix='drover-bench-mirror-')
     events, warnings = [], []
@@ -190,9 +191,8 @@ def bench_pull(rounds, size_mib):
     try:
         hub.populate(ref, 'library/' + name)
         client.images.remove(ref)                      # the host engine too pulls every layer from the registry
-        url = 'http://%s:5000' % hub.address          # without auth: the registry as populate left it
         for dummy in range(rounds):
-            anchor, pulls, fetched = pull_round(engine, client, hub, url, name)
+            anchor, pulls, fetched = pull_round(engine, client, hub, name)
             rows['anchor'].append(anchor)
             rows['first'].append(pulls[0])
             rows['second'].append(pulls[1])

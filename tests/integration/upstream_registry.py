@@ -127,11 +127,10 @@ class Upstream:
         self.port = _free_port()
         self.box = None
 
-    def _config(self, auth):
+    def _config(self, auth, address):
         # filled on loopback (an engine pushes there without TLS), served on the gateway's address
         lines = ['version: 0.1', 'log:', '  level: info', 'storage:', '  filesystem:',
-                 '    rootdirectory: /var/lib/registry', 'http:',
-                 '  addr: %s:%d' % (self.gateway if auth else '127.0.0.1', self.port)]
+                 '    rootdirectory: /var/lib/registry', 'http:', '  addr: %s:%d' % (address, self.port)]
         if auth:
             lines += ['auth:', '  token:', '    realm: %s' % self.tokens.realm, '    service: %s' % SERVICE,
                       '    issuer: %s' % ISSUER, '    rootcertbundle: /etc/docker/registry/token.crt']
@@ -140,16 +139,15 @@ class Upstream:
         with open(os.path.join(self.dir, 'token.crt'), 'wb') as handle:
             handle.write(self.tokens.cert_pem)
 
-    def _run(self, auth):
+    def _run(self, auth, address='127.0.0.1'):
         if self.box is not None:
             self.box.remove(force=True)
-        self._config(auth)
+        self._config(auth, address)
         self.box = self.engine.containers.run(
             REGISTRY_IMAGE, name=self.name, detach=True, labels={'drover.test': 'upstream'}, network_mode='host',
             volumes=['%s/config.yml:/etc/docker/registry/config.yml:ro' % self.dir,
                      '%s/token.crt:/etc/docker/registry/token.crt:ro' % self.dir,
                      '%s/data:/var/lib/registry' % self.dir])
-        address = self.gateway if auth else '127.0.0.1'
         for dummy in range(100):
             done = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}',
                                    'http://%s:%d/v2/' % (address, self.port)], capture_output=True, text=True,
@@ -169,9 +167,12 @@ class Upstream:
         finally:
             self.engine.images.remove(ref)
 
-    def serve(self):
-        self._run(auth=True)
-        return 'http://%s:%d' % (self.gateway, self.port)
+    def serve(self, auth=True, loopback=False):
+        """The registry answering on the gateway's address (with token auth, unless `auth` is false), or on loopback
+        (where the host's engine pulls without TLS): its URL."""
+        address = '127.0.0.1' if loopback else self.gateway
+        self._run(auth=auth, address=address)
+        return 'http://%s:%d' % (address, self.port)
 
     def blob_fetches(self):
         """GETs of blobs the registry answered 200 (what a pull through a mirror costs upstream)."""
