@@ -50,6 +50,17 @@ def _output(engine, name, timeout=120, until=None):
     return box.logs().decode('utf-8', 'replace')
 
 
+def _in_slot_2(engine, standin, labels, run, script, said):
+    """A job `script` started in slot 2 by a pass (`run`), while slot 1 is busy, and run to its end, saying `said`:
+    (the pass's result, its output)."""
+    standin.queue_job(REPO, labels, name='two', script=script)
+    result = run()
+    assert len(result['started']) == 1 and result['started'][0].split('-')[-2] == '2', warnings_of(result)
+    out = _output(engine, result['started'][0])
+    assert said in out, out
+    return result, out
+
+
 def _post(url):
     done = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', url],
                           capture_output=True, text=True, check=False, timeout=30)
@@ -88,11 +99,7 @@ def test_jobs_pull_through_the_mirror_only(engine, standin, module_runner, store
         assert hub.tokens.issued >= 1 and hub.tokens.refused == 0
 
         # Slot 2 pulls the same image: the mirror serves it, the upstream serves no blob again.
-        standin.queue_job(REPO, labels, name='two', script=PULL)
-        second = run(mirror=mirror)
-        assert len(second['started']) == 1 and second['started'][0].split('-')[-2] == '2', warnings_of(second)
-        two = _output(engine, second['started'][0])
-        assert 'pulled: from-the-hub' in two, two
+        second, two = _in_slot_2(engine, standin, labels, lambda: run(mirror=mirror), PULL, 'pulled: from-the-hub')
         assert hub.blob_fetches() == fetched
         assert not [e for e in second['events'] if e['event'].startswith('mirror.')], second['events']
 
@@ -171,11 +178,7 @@ def test_a_build_s_base_comes_through_the_mirror_on_a_fresh_slot(
         fetched = hub.blob_fetches()
         assert fetched >= 1, fetched
         # the other slot, while the first runs: its engine is fresh too
-        standin.queue_job(REPO, labels, name='two', script=BUILD_FROM_HUB)
-        second = run(mirror=mirror)
-        assert len(second['started']) == 1 and second['started'][0].split('-')[-2] == '2', warnings_of(second)
-        two = _output(engine, second['started'][0])
-        assert 'build: built-on-the-hub-s' in two, two
+        _in_slot_2(engine, standin, labels, lambda: run(mirror=mirror), BUILD_FROM_HUB, 'build: built-on-the-hub-s')
         assert hub.blob_fetches() == fetched
     finally:
         run(state='absent', kill_busy=True)

@@ -174,8 +174,8 @@ def test_a_slot_engine_configuration_follows_the_mirror(tmp_path):
 
     assert slot(None)._write_config() and json.load(open(slot(None).config_file)) == {}
     assert slot(['http://198.18.0.9:5000'])._write_config()
-    assert json.load(open(slot(None).config_file)) == {'registry-mirrors': ['http://198.18.0.9:5000'],
-                                                     'insecure-registries': ['http://198.18.0.9:5000']}
+    assert json.load(open(slot(None).config_file)) == {
+        'registry-mirrors': ['http://198.18.0.9:5000'], 'insecure-registries': ['http://198.18.0.9:5000']}
     assert not slot(['http://198.18.0.9:5000'])._write_config() and not slot(None)._write_config()
     assert stat.S_IMODE(os.stat(slot(None).config_file).st_mode) == 0o644
     assert slot([])._write_config() and json.load(open(slot(None).config_file)) == {}
