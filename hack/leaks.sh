@@ -7,7 +7,7 @@
 # DNAT rule, and any GPU pin in the host's default store.
 #
 # hack/leaks.sh --remove: before the suites, what an earlier run that was killed midway left (the same list) is
-# removed instead, each named; only the simulated engines and GPU pins are left to be reported.
+# removed instead, each named; only GPU pins and a fleet run whose engines still run are left to be reported.
 set -uo pipefail
 remove=0
 [ "${1:-}" = --remove ] && remove=1
@@ -127,13 +127,44 @@ while read -r target; do
   [ -n "$target" ] && found "mount $target" umount -l "$target"
 done < <(findmnt -rn -o TARGET 2>/dev/null | grep '^/run/drover/' || true)
 # Simulated hosts' engines (tests/fixtures/fleet_engines.py: the fleet test's and the fleet bench's dockerd,
-# one directory per run); a fleet bench running meanwhile shows here too.
+# one directory per run, tagged). A run whose engines still live (a fleet bench running meanwhile) is only
+# reported; one whose engines are all gone (its run was killed) is removed with --remove: what still runs from
+# its folders, its mounts (deepest first), its netns and its folders.
+fleet_alive() {  # fleet_alive TAG: a dockerd of that run still runs
+  local pidfile pid
+  for pidfile in /run/drover-fleet/"$1"/*/dockerd.pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile" 2>/dev/null)
+    [[ $pid =~ ^[0-9]+$ ]] || continue
+    { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "/drover-fleet/$1/" && return 0
+  done
+  return 1
+}
+fleet_remove() {  # fleet_remove TAG
+  local tag=$1 pid point
+  fleet_alive "$tag" && return 1
+  for pid in $(pgrep -f "/drover-fleet/$tag/" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+  while read -r point; do
+    umount -l "$point" 2>/dev/null
+  done < <(findmnt -rn -o TARGET 2>/dev/null | grep -E "^/(run|var/lib)/drover-fleet/$tag(/|$)" | sort -r)
+  ip netns delete "drvfleet-$tag" 2>/dev/null
+  rm -rf "/run/drover-fleet/$tag" "/var/lib/drover-fleet/$tag" && ! ip netns list 2>/dev/null | grep -q "^drvfleet-$tag\b"
+}
+declare -A fleet_tags=()
 for dir in /run/drover-fleet/*/ /var/lib/drover-fleet/*/; do
-  [ -d "$dir" ] && found "simulated engines ${dir%/}"
+  [ -d "$dir" ] && fleet_tags[$(basename "$dir")]=1
 done
 while read -r ns _; do
-  case $ns in drvfleet-*) found "simulated engines' netns $ns" ;; esac
+  case $ns in drvfleet-*) fleet_tags[${ns#drvfleet-}]=1 ;; esac
 done < <(ip netns list 2>/dev/null)
+for tag in "${!fleet_tags[@]}"; do
+  if fleet_alive "$tag"; then
+    found "simulated engines of run $tag (still running)"
+  else
+    found "simulated engines of run $tag (/run/drover-fleet/$tag, /var/lib/drover-fleet/$tag, netns drvfleet-$tag)" \
+      fleet_remove "$tag"
+  fi
+done
 # The ECR name the registry tests point at the local registry (tests/integration/test_registry_pull.py).
 grep -q 'drover-test' /etc/hosts 2>/dev/null && found "/etc/hosts line: $(grep 'drover-test' /etc/hosts | head -1)" sed -i '/drover-test/d' /etc/hosts
 store=/var/lib/drover/store.db
