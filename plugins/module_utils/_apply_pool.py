@@ -297,7 +297,9 @@ class PoolPass:
         slot = occ.get('idx')
         more = self._job_oom_kills(occ, slot)
         self.events.append(plan_mod.event('runner.ended', self.spec.pool, self.now, runner_name=occ['runner_name'],
-                                          took_job=read['took'], job=read['job'], result=read['result'],
+                                          repository=owner_of(self.spec), took_job=read['took'], job=read['job'],
+                                          result=read['result'], job_seconds=plan_mod.job_seconds(read, started,
+                                                                                                  finished),
                                           runner_fault=read['fault'], runner_version=read['version'],
                                           oom_killed=bool(state.get('oom_killed')),
                                           exit_code=state.get('exit_code'), **more))
@@ -647,7 +649,8 @@ class PoolPass:
             pickup = max(0, int(self.now) - self.queued_since.pop(0))
             self.pickups.append(pickup)
         self.events.append(plan_mod.event('runner.started', self.spec.pool, self.now, runner_name=name,
-                                          runner_id=runner_id, slot=idx + 1, pickup_seconds=pickup))
+                                          repository=owner_of(self.spec), runner_id=runner_id, slot=idx + 1,
+                                          pickup_seconds=pickup))
         self.started.append(name)
 
     def _job_oom_kills(self, occ, slot):

@@ -30,6 +30,10 @@ FAMILIES = {
     'drover_pool_pickups_total': ('counter', 'Runners started for a queued job of the pool.'),
     'drover_pool_pickup_seconds_total': ('counter', 'Seconds from a job queued to the runner started for it, summed '
                                                     '(over drover_pool_pickups_total: the mean pickup time).'),
+    'drover_job_pickup_seconds': ('histogram', 'Seconds from a job queued (the oldest that matches the pool) to the '
+                                               'runner started for it.'),
+    'drover_job_duration_seconds': ('histogram', 'Seconds from a runner\'s `Running job:` line to its end, by the '
+                                                 'job\'s result.'),
     'drover_github_requests_total': ('counter', 'Requests made to GitHub.'),
     'drover_github_not_modified_total': ('counter', 'GitHub answers 304 Not Modified (not counted by its rate limit).'),
     'drover_github_rate_limited_total': ('counter', 'Times GitHub asked for no requests until a reset.'),
@@ -51,27 +55,67 @@ FAMILIES = {
 }
 SLOT_STATES = ('busy', 'idle', 'starting', 'free')
 RESULTS = ('succeeded', 'failed', 'canceled')
+# A histogram's upper bounds (seconds; +Inf follows): a pickup as the hosted runners' (seconds to minutes), a job's
+# duration up to the 6 hours GitHub lets a job run.
+BUCKETS = {
+    'drover_job_pickup_seconds': (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600),
+    'drover_job_duration_seconds': (10, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400, 21600),
+}
+HISTOGRAM_SUFFIXES = ('_bucket', '_sum', '_count')
 POOLS_FILE = 'drover_pools.prom'
 # What each file carries: the pools' and the tasks' families (the events' counts go with the pools).
-POOL_PREFIXES = ('drover_events_', 'drover_runner', 'drover_pool', 'drover_github_')
+POOL_PREFIXES = ('drover_events_', 'drover_runner', 'drover_pool', 'drover_job_', 'drover_github_')
 TASK_PREFIXES = ('drover_task',)
 
 
+def _result(event):
+    """An ended runner's result as a label: the runner's own results in lower case (a job could print a result
+    line: any other word is `other`), else no_job, unknown (no log) or no_result."""
+    took = event.get('took_job')
+    result = (event.get('result') or '').lower()
+    if result and result not in RESULTS:
+        result = 'other'
+    return result or ('no_job' if took is False else 'unknown' if took is None else 'no_result')
+
+
+def event_observations(event):
+    """What one event observes in a histogram: [(family, labels, seconds)]. A runner started for a queued job
+    observes its pickup; a runner that took a job, the job's duration (labelled by its result). The repository is
+    the pool's (an organization's pool: the organization)."""
+    kind, pool = event.get('event'), event.get('pool')
+    if pool is None:
+        return []
+    labels = {'pool': pool, 'repository': event.get('repository') or ''}
+    seconds = event.get('pickup_seconds') if kind == 'runner.started' else \
+        event.get('job_seconds') if kind == 'runner.ended' and event.get('took_job') else None
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+        return []
+    if kind == 'runner.started':
+        return [('drover_job_pickup_seconds', labels, seconds)]
+    return [('drover_job_duration_seconds', dict(labels, result=_result(event)), seconds)]
+
+
+def histogram_counters(family, labels, seconds):
+    """The counters one observation adds to: [(name, labels, by)]: every bucket (cumulative, as Prometheus reads
+    them: 1 to each bound the value does not pass, 0 to the others, so that a series has all its buckets from its
+    first observation), +Inf, the sum and the count."""
+    out = [('%s_bucket' % family, dict(labels, le=repr(float(bound))), 1 if seconds <= bound else 0)
+           for bound in BUCKETS[family]]
+    out.append(('%s_bucket' % family, dict(labels, le='+Inf'), 1))
+    out.append(('%s_sum' % family, labels, seconds))
+    out.append(('%s_count' % family, labels, 1))
+    return out
+
+
 def event_counters(event):
-    """The counters (name, labels) one event adds 1 to."""
+    """The counters (name, labels) one event adds 1 to (the histograms' are event_observations')."""
     kind = event.get('event')
     out = [('drover_events_total', {'event': kind})]
     pool = {'pool': event.get('pool')} if event.get('pool') is not None else None
     if kind == 'runner.started' and pool:
         out.append(('drover_runners_started_total', pool))
     elif kind == 'runner.ended' and pool:
-        took = event.get('took_job')
-        # The result line is the runner's (a job could print one): only the runner's own results are labels.
-        result = (event.get('result') or '').lower()
-        if result and result not in RESULTS:
-            result = 'other'
-        result = result or ('no_job' if took is False else 'unknown' if took is None else 'no_result')
-        out.append(('drover_runners_ended_total', dict(pool, result=result)))
+        out.append(('drover_runners_ended_total', dict(pool, result=_result(event))))
         if event.get('oom_killed'):
             out.append(('drover_runners_oom_killed_total', pool))
         if event.get('runner_fault'):
@@ -166,15 +210,25 @@ def render(samples, prefixes=None):
     for name, labels, value in samples:
         by_name.setdefault(name, []).append((labels, value))
     lines = []
-    for name, (kind, text) in FAMILIES.items():
-        if name not in by_name or (prefixes and not name.startswith(tuple(prefixes))):
+    for family, (kind, text) in FAMILIES.items():
+        names = [family + suffix for suffix in HISTOGRAM_SUFFIXES] if kind == 'histogram' else [family]
+        if not any(n in by_name for n in names) or (prefixes and not family.startswith(tuple(prefixes))):
             continue
-        lines.append('# HELP %s %s' % (name, text))
-        lines.append('# TYPE %s %s' % (name, kind))
-        for labels, value in sorted(by_name[name], key=lambda lv: sorted(lv[0].items())):
+        lines.append('# HELP %s %s' % (family, text))
+        lines.append('# TYPE %s %s' % (family, kind))
+        rows = [(name, labels, value) for name in names for labels, value in by_name.get(name, ())]
+        # a histogram's series together, its buckets in the order of their bounds, then its sum and count
+        for name, labels, value in sorted(rows, key=lambda r: _series_order(r, names)):
             inner = ','.join('%s="%s"' % (k, _escape(v)) for k, v in sorted(labels.items()))
             lines.append('%s%s %s' % (name, '{%s}' % inner if inner else '', _number(value)))
     return '\n'.join(lines) + '\n'
+
+
+def _series_order(row, names):
+    name, labels, dummy = row
+    series = sorted((k, str(v)) for k, v in labels.items() if k != 'le')
+    bound = labels.get('le')
+    return series, names.index(name), float(bound) if bound is not None else 0.0
 
 
 def write(directory, file_name, text):

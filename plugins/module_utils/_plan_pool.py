@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import hashlib
 import posixpath
 import re
@@ -33,6 +34,8 @@ CAUSE_RUNNER_FAULT = 'runner fault'
 # What a runner's log says (the runner's own lines; a hostile runner writes what it likes, so every value
 # read is bounded and printable, and nothing else of the log leaves the module).
 _RUNNING = re.compile(r'Running job: ([^\r\n]{1,200})')
+# The runner's own time at the start of its line: `2026-12-02 14:56:29Z: Running job: build`.
+_LINE_TIME = re.compile(r'(?:^|\n)(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)Z: $')
 _RESULT = re.compile(r'Job ([^\r\n]{1,200}?) completed with result: ([A-Za-z]{1,20})')
 # Every completed line, whatever its job's name (counted: the runner prints one per job, a job may forge more).
 _COMPLETED = re.compile(r'completed with result: ([A-Za-z]*)')
@@ -115,7 +118,7 @@ def read_runner_log(logs):
     result:` line is the job's span, where nothing counts. After it, a deprecated line counts only when it follows
     the one and only completed line and that says `Canceled` (the runner's own cancel): a job that forged a
     completed line as well makes two, and holds nothing."""
-    out = {'took': took_job(logs), 'job': None, 'result': None, 'fault': None, 'version': None}
+    out = {'took': took_job(logs), 'job': None, 'result': None, 'fault': None, 'version': None, 'job_started': None}
     if not logs:
         return out
     running = _RUNNING.search(logs)
@@ -131,6 +134,7 @@ def read_runner_log(logs):
             out['fault'] = 'error'
         return out
     out['job'] = _printable(running.group(1), _JOB_NAME)
+    out['job_started'] = _line_time(logs, running.start())
     deprecated = _DEPRECATED.search(logs, 0, running.start())
     if deprecated is None:
         completed = list(_COMPLETED.finditer(logs, running.end()))
@@ -139,6 +143,30 @@ def read_runner_log(logs):
     if deprecated:
         out['fault'], out['version'] = 'deprecated', deprecated.group(1)
     return out
+
+
+def _line_time(logs, at):
+    """The runner's time (epoch seconds, UTC) at the start of the line where `at` is, or None (a line without it)."""
+    head = logs[max(0, at - 40):at]
+    found = _LINE_TIME.search(head if at >= 40 else '\n' + head)
+    if found is None:
+        return None
+    try:
+        return calendar.timegm(tuple(int(x) for x in found.groups()) + (0, 0, 0))
+    except (OverflowError, ValueError):
+        return None
+
+
+def job_seconds(read, started, finished):
+    """How long an ended runner's job ran, in seconds: from its `Running job:` line's time to the runner's end
+    (the engine's), never longer than the runner lived (the line's time is the runner's clock, and a job writes
+    the same output); the runner's whole life when the line has no time; None when it took no job."""
+    if not read['took'] or started is None or finished is None or finished < started:
+        return None
+    began = read.get('job_started')
+    if began is None or not started <= began <= finished:
+        began = started
+    return int(finished - began)
 
 
 # What a failed job's record must not hold: the names a runner keeps its credentials and its JIT config under.

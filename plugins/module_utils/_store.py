@@ -385,7 +385,7 @@ class Store:
     # --- events outbox -------------------------------------------------------------------------
 
     def add_event(self, event):
-        """Store an event and add it to its counters, in one transaction (the counters equal the events)."""
+        """Store an event and add it to its counters and histograms, in one transaction (they equal the events)."""
         self._writable()
         self.db.execute('BEGIN IMMEDIATE')
         try:
@@ -393,6 +393,9 @@ class Store:
                             (event['at'], event['event'], event.get('subject', ''), json.dumps(event, sort_keys=True)))
             for name, labels in _metrics.event_counters(event):
                 self.bump(name, labels)
+            for family, labels, seconds in _metrics.event_observations(event):
+                for name, series, by in _metrics.histogram_counters(family, labels, seconds):
+                    self.bump(name, series, by)
             self.db.execute('COMMIT')
         except Exception:
             self.db.execute('ROLLBACK')

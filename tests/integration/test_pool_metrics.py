@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """The pools' metrics file (gh_runner_slot's metrics_path) on the real engine, against the GitHub stand-in: three
 pools in one call, three jobs queued, one runner's job fails and one runner is OOM-killed. After each of three
-passes the file parses with Prometheus' own parser, every gauge agrees with gh_runner_info, every counter equals
-the events in the store, and no counter goes down."""
+passes the file parses with Prometheus' own parser, every gauge agrees with gh_runner_info, every counter and
+histogram (pickups, jobs' durations) equals the events in the store, and no counter goes down."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -92,6 +92,23 @@ def test_three_passes_gauges_agree_with_info_and_counters_with_the_store(
             assert values.get(('drover_pool_pickup_seconds_total', (('pool', name),)), 0) == sum(picked)
             assert sum(v for k, v in values.items() if k[0] == 'drover_runners_ended_total'
                        and ('pool', name) in k[1]) == len(ended)
+            # the histograms: pickups by pool and repository, jobs' durations by result too, as the events say
+            series = (('pool', name), ('repository', REPO))
+            if picked:
+                assert types['drover_job_pickup_seconds'] == 'histogram'
+                assert values[('drover_job_pickup_seconds_count', series)] == len(picked)
+                assert values[('drover_job_pickup_seconds_sum', series)] == sum(picked)
+                assert values[('drover_job_pickup_seconds_bucket', tuple(sorted(series + (('le', '+Inf'),))))] == len(picked)
+            jobs = [e for e in ended if e.get('job_seconds') is not None]
+            assert len(jobs) == sum(1 for e in ended if e['took_job']), ended
+            assert all(0 <= e['job_seconds'] <= 30 for e in jobs), jobs
+            for result in set(e['result'].lower() for e in jobs):
+                mine = [e['job_seconds'] for e in jobs if e['result'].lower() == result]
+                labelled = tuple(sorted(series + (('result', result),)))
+                assert values[('drover_job_duration_seconds_count', labelled)] == len(mine)
+                assert values[('drover_job_duration_seconds_sum', labelled)] == sum(mine)
+                assert values[('drover_job_duration_seconds_bucket', tuple(sorted(
+                    labelled + (('le', '10.0'),))))] == sum(1 for v in mine if v <= 10)
         return values
 
     try:
@@ -120,6 +137,11 @@ def _passes(engine, names, run, check_file, metrics):
     assert values[('drover_runners_ended_total', (('pool', names['fail']), ('result', 'failed')))] == 1
     assert values[('drover_runners_ended_total', (('pool', names['oom']), ('result', 'no_job')))] == 1
     assert values[('drover_runners_oom_killed_total', (('pool', names['oom']),))] == 1
+    # one job's duration each in the pools whose runner took one; none where the runner was killed before a job
+    for kind, result in (('ok', 'succeeded'), ('fail', 'failed')):
+        assert values[('drover_job_duration_seconds_count', (('pool', names[kind]), ('repository', REPO),
+                                                             ('result', result)))] == 1
+    assert not [k for k in values if k[0].startswith('drover_job_duration') and ('pool', names['oom']) in k[1]]
     assert values[('drover_pool_holds_total', (('cause', 'no job'), ('pool', names['oom'])))] == 1
     assert values[('drover_pool_held', (('cause', 'no job'), ('pool', names['oom'])))] == 1
     assert values[('drover_github_requests_total', (('pool', names['ok']),))] >= 4

@@ -121,3 +121,68 @@ def test_a_temporary_file_left_by_a_dead_process_is_replaced(tmp_path):
     (tmp_path / ('.%s.%d.tmp' % (m.POOLS_FILE, os.getpid()))).write_text('half')
     m.write(str(tmp_path), m.POOLS_FILE, 'whole 1\n')
     assert sorted(os.listdir(str(tmp_path))) == [m.POOLS_FILE]
+
+
+def test_pickups_and_job_durations_are_histograms_prometheus_reads(tmp_path):
+    store = Store(str(tmp_path / 'store.db'))
+    at = '2027-01-15T08:00:00Z'
+    events = [{'event': 'runner.started', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'pickup_seconds': 3},
+              {'event': 'runner.started', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'pickup_seconds': 40},
+              {'event': 'runner.started', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'pickup_seconds': None},
+              {'event': 'runner.ended', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'took_job': True,
+               'result': 'Succeeded', 'job_seconds': 95},
+              {'event': 'runner.ended', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'took_job': True,
+               'result': 'Failed', 'job_seconds': 5},
+              {'event': 'runner.ended', 'at': at, 'pool': 'ci', 'repository': 'acme/web', 'took_job': False,
+               'result': None, 'job_seconds': None}]
+    for event in events:
+        store.add_event(event)
+    text = m.render(store.counters(), prefixes=m.POOL_PREFIXES)
+    store.close()
+    families = dict((f.name, f) for f in text_string_to_metric_families(text))
+    assert families['drover_job_pickup_seconds'].type == 'histogram'
+    assert families['drover_job_duration_seconds'].type == 'histogram'
+    got = parsed(text)
+    web = {'pool': 'ci', 'repository': 'acme/web'}
+
+    def sample(name, labels, **more):
+        return got[(name, frozenset(dict(labels, **more).items()))]
+
+    # two pickups (the start with no queued job observes none): 3 s and 40 s, cumulative buckets
+    assert sample('drover_job_pickup_seconds_count', web) == 2
+    assert sample('drover_job_pickup_seconds_sum', web) == 43
+    assert sample('drover_job_pickup_seconds_bucket', web, le='2.0') == 0
+    assert sample('drover_job_pickup_seconds_bucket', web, le='5.0') == 1
+    assert sample('drover_job_pickup_seconds_bucket', web, le='30.0') == 1
+    assert sample('drover_job_pickup_seconds_bucket', web, le='60.0') == 2
+    assert sample('drover_job_pickup_seconds_bucket', web, le='+Inf') == 2
+    # a job's duration by its result; a runner that took no job observes nothing
+    ok, failed = dict(web, result='succeeded'), dict(web, result='failed')
+    assert sample('drover_job_duration_seconds_count', ok) == 1
+    assert sample('drover_job_duration_seconds_sum', ok) == 95
+    assert sample('drover_job_duration_seconds_bucket', ok, le='60.0') == 0
+    assert sample('drover_job_duration_seconds_bucket', ok, le='120.0') == 1
+    assert sample('drover_job_duration_seconds_bucket', failed, le='10.0') == 1
+    assert not [k for k in got if k[0].startswith('drover_job_duration') and ('result', 'no_job') in k[1]]
+    # every bound of a series is there from its first observation, in order
+    bounds = [float(s.labels['le']) for s in families['drover_job_pickup_seconds'].samples
+              if s.name.endswith('_bucket')]
+    assert bounds == sorted(bounds) and len(bounds) == len(m.BUCKETS['drover_job_pickup_seconds']) + 1
+
+
+def test_a_job_s_duration_runs_from_its_running_line_to_the_runner_s_end():
+    from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan
+    logs = ('\u221a Connected to GitHub\n\n2027-01-15 08:00:00Z: Listening for Jobs\n'
+            '2027-01-15 08:00:10Z: Running job: build\n'
+            '2027-01-15 08:01:40Z: Job build completed with result: Succeeded\n')
+    read = plan.read_runner_log(logs)
+    t0 = 1_800_000_000 - (1_800_000_000 % 86400)
+    assert read['job_started'] == plan.calendar.timegm((2027, 1, 15, 8, 0, 10, 0, 0, 0))
+    start = read['job_started'] - 10
+    assert plan.job_seconds(read, start, start + 102) == 92
+    # a time outside the runner's life (a job's forged line, a skewed clock) counts the runner's whole life
+    assert plan.job_seconds(dict(read, job_started=start + 500), start, start + 102) == 102
+    # no time on the line: the runner's life; no job: nothing
+    assert plan.read_runner_log('Running job: build\n')['job_started'] is None
+    assert plan.job_seconds(dict(read, job_started=None), t0, t0 + 7) == 7
+    assert plan.job_seconds(dict(read, took=False), t0, t0 + 7) is None

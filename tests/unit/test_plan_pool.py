@@ -3,9 +3,12 @@
 
 from __future__ import absolute_import, division, print_function
 
+import calendar
 import os
+import re
 import stat
 import threading
+import time
 
 import pytest
 
@@ -478,7 +481,12 @@ ERROR_THEN_JOB = 'An error occurred: the connection was reset, retrying\n' + SUC
     (None, {'took': None, 'job': None, 'result': None, 'fault': None, 'version': None}, None),
 ])
 def test_read_runner_log(logs, read, cause):
-    assert p.read_runner_log(logs) == read
+    got = p.read_runner_log(logs)
+    # the time of the runner's own `Running job:` line, where it has one
+    stamp = re.search(r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)Z: Running job:', logs or '')
+    assert got.pop('job_started') == (calendar.timegm(time.strptime(stamp.group(1), '%Y-%m-%d %H:%M:%S'))
+                                      if stamp else None)
+    assert got == read
     assert p.fault_cause(read) == cause
 
 
