@@ -199,8 +199,9 @@ def _as_kept(raw, history, index, revision):
 
 def _deploy(specs, by_raw, histories, found, now):
     """Each service's deployment pass: the specs and instances to place (only the target revision's), the indexes
-    and capacity that other revisions keep, and each service's step."""
-    steps, placed_specs, placed_found, reserved, extra = {}, [], [], {}, {}
+    and capacity that other revisions keep, each service's step, and how each instance to place stands
+    (_plan_service.STANDING: of two copies of an index, the healthy one is kept)."""
+    steps, placed_specs, placed_found, reserved, extra, standing = {}, [], [], {}, {}, {}
     for svc in specs:
         raw = by_raw[svc.name]
         key = (raw.get('cluster') or DEFAULT_CLUSTER, svc.name)
@@ -214,14 +215,17 @@ def _deploy(specs, by_raw, histories, found, now):
         if step.target is None:
             continue
         placed_specs.append(svc._replace(desired=step.count))
-        placed_found.extend(ps.Instance(svc.name, s.index, s.host) for dummy, s in seen if s not in others)
+        for dummy, s in seen:
+            if s not in others:
+                placed_found.append(ps.Instance(svc.name, s.index, s.host))
+                standing[placed_found[-1]] = ps.STANDING.get(s.state, 0)
         for s in step.keep_old:
             amounts = ps.needs(step.records[s.revision]['declaration']) if s.revision in step.records \
                 else (svc.cpu, svc.memory, svc.gpus)
             spent = extra.setdefault(s.host, [0, 0, 0])
             for at, amount in enumerate(amounts):
                 spent[at] += amount
-    return steps, placed_specs, placed_found, reserved, extra
+    return steps, placed_specs, placed_found, reserved, extra, standing
 
 
 def _target_task(raw, step):
@@ -339,10 +343,10 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
     views, unplaced, events, revisions = [], {}, [], {}
     if complete:
         used = dict((raw['name'], _used(raw, warnings)) for raw in raw_hosts)
-        steps, placed_specs, placed_found, reserved, extra = _deploy(specs, by_raw, histories, found, now)
+        steps, placed_specs, placed_found, reserved, extra, standing = _deploy(specs, by_raw, histories, found, now)
         for host, amounts in extra.items():
             used[host] = tuple(a + b for a, b in zip(used.get(host, (0, 0, 0)), amounts))
-        decided = ps.plan(placed_specs, host_specs, placed_found, used, reserved)
+        decided = ps.plan(placed_specs, host_specs, placed_found, used, reserved, standing)
         unplaced = decided.unplaced
         for inst in list(decided.keep) + list(decided.start):
             step = steps[inst.service]

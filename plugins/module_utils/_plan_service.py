@@ -22,7 +22,10 @@ count as lost and are placed again elsewhere; when it comes back, the excess ove
 
 An instance is `<service>-<index>`: the index is the lowest one that no instance found holds. A host that is
 down tells nothing, so an instance placed again may take the name of one it held; when it returns, each index
-is kept on one host alone (the first by name) and the others stop: nothing runs twice.
+is kept on one host alone and the others stop: nothing runs twice. What runs healthy is kept before what starts,
+what is unhealthy and what is stopped (`standing`), so that a host that returns with a stale copy does not win
+over the healthy replacement; among equals, the first host by name. Where a service has too many, the worst
+standing stops first.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -59,6 +62,8 @@ Service.__new__.__defaults__ = (None, None)
 Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up'))
 Instance = collections.namedtuple('Instance', ('service', 'index', 'host'))
 Plan = collections.namedtuple('Plan', ('keep', 'start', 'stop', 'lost', 'unplaced'))
+# How an instance found stands, best first (_plan_deploy's states): of two copies of one index, the better is kept.
+STANDING = {_plan_deploy.HEALTHY: 0, _plan_deploy.PENDING: 1, _plan_deploy.UNHEALTHY: 2, _plan_deploy.STOPPED: 3}
 
 
 def instance_name(service, index):
@@ -188,10 +193,12 @@ def _choose(svc, index, candidates, by_name, counts, room):
     return min(left)
 
 
-def _victim(svc, mine, by_name, counts, room):
-    """Which of the service's kept instances stops first when it has too many: one the strategies would
-    least have placed (spread: in the fullest group; binpack: on the emptiest host), else the highest index."""
-    left = list(mine)
+def _victim(svc, mine, by_name, counts, room, standing):
+    """Which of the service's kept instances stops first when it has too many: of those of the worst standing,
+    one the strategies would least have placed (spread: in the fullest group; binpack: on the emptiest host), else
+    the highest index."""
+    worst = max(standing.get(i, 0) for i in mine)
+    left = [i for i in mine if standing.get(i, 0) == worst]
     for kind, on in svc.strategy:
         if len(left) < 2:
             break
@@ -207,14 +214,16 @@ def _victim(svc, mine, by_name, counts, room):
     return max(left, key=lambda i: i.index)
 
 
-def plan(services, hosts, found, used=None, reserved=None):
+def plan(services, hosts, found, used=None, reserved=None, standing=None):
     """Place every service: a Plan of keep, start and stop (lists of Instance), lost (instances found on hosts that
     are not up, each placed again) and unplaced ({service: {'count': n, 'reasons': {host: why}}}).
     `found`: the instances the hosts run (Instance), `used`: {host: (cpu, memory, gpus)} spent otherwise,
-    `reserved`: {service: indexes} held by instances of its other revisions (never given to a new one).
+    `reserved`: {service: indexes} held by instances of its other revisions (never given to a new one),
+    `standing`: {Instance found: how it stands, lower is better (STANDING)}; not there: as running healthy.
     Two phases: what runs is kept first, for every service (a new instance never evicts a running one), then what
     is missing is placed."""
     by_name = dict((h.name, h) for h in hosts)
+    standing = standing or {}
     room = _Room(hosts, used)
     keep, start, stop, lost, unplaced = [], [], [], [], {}
     declared = dict((s.name, s) for s in services)
@@ -224,7 +233,8 @@ def plan(services, hosts, found, used=None, reserved=None):
     ordered = sorted(services, key=lambda s: s.name)
     state = {}
     for svc in ordered:                                         # 1. keep what runs where it may
-        theirs = sorted((i for i in found if i.service == svc.name), key=lambda i: (i.index, i.host))
+        theirs = sorted((i for i in found if i.service == svc.name),
+                        key=lambda i: (i.index, standing.get(i, 0), i.host))
         counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
         mine, on_host, held = [], collections.Counter(), set()
         for inst in theirs:
@@ -244,7 +254,7 @@ def plan(services, hosts, found, used=None, reserved=None):
             for on, counter in counts.items():
                 counter[_group(host, on)] += 1
         while len(mine) > svc.desired:
-            victim = _victim(svc, mine, by_name, counts, room)
+            victim = _victim(svc, mine, by_name, counts, room, standing)
             mine.remove(victim)
             stop.append(victim)
             on_host[victim.host] -= 1

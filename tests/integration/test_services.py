@@ -85,6 +85,24 @@ def running(fleet, cluster, skip=(), view=lambda box: box.labels.get('drover.tas
     return out
 
 
+def stop_engine(one):
+    """A simulated host's engine stopped (the host is down to the next run)."""
+    one.proc.terminate()
+    one.proc.wait(timeout=60)
+
+
+def start_engine(fleet, one):
+    """A simulated host's engine started again, with what it kept, answering."""
+    config = os.path.join(fleet.run_root, 'daemon.json')
+    with open(one.log, 'ab') as log:
+        one.proc = subprocess.Popen(one.argv(config, fleet.netns), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 60
+    while not one.answers():
+        assert time.time() < deadline, 'the engine did not come back'
+        time.sleep(0.2)
+
+
 def by_zone(now):
     zones = dict(('sim%02d' % (i + 1), z) for i, z in enumerate(ZONES))
     return dict(collections.Counter(zones[h] for h, names in now.items() for n in names if n.startswith('web-')))
@@ -138,22 +156,14 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     gone = max(before, key=lambda h: (len([n for n in before[h] if n.startswith('web-')]), h))
     lost = [n for n in before[gone] if n.startswith('web-')]
     victim = fleet[int(gone[3:]) - 1]
-    victim.proc.terminate()
-    victim.proc.wait(timeout=60)
+    stop_engine(victim)
     recap, out = run(tmp_path, path)
     healed = running(fleet, cluster, skip=(victim.name,))
     assert len(set(instances(healed))) == 9 and len(instances(healed)) == 9 and lost, healed
     for names in healed.values():
         assert 64 * ('own' in names) + 32 * len([n for n in names if n.startswith('web-')]) <= CAPACITY['memory']
 
-    config = os.path.join(fleet.run_root, 'daemon.json')
-    with open(victim.log, 'ab') as log:
-        victim.proc = subprocess.Popen(victim.argv(config, fleet.netns), stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 60
-    while not victim.answers():
-        assert time.time() < deadline, 'the engine did not come back'
-        time.sleep(0.2)
+    start_engine(fleet, victim)
     run(tmp_path, path)
     back = running(fleet, cluster)
     assert len(instances(back)) == 9 and len(set(instances(back))) == 9, back      # each instance on one host
@@ -207,6 +217,41 @@ def test_a_service_spread_by_zone_scaled_and_healed(engine, fleet, cluster, tmp_
     recap, out = run(tmp_path, path, 'drover.fleet.converge', ok=False)
     assert [h for h in hosts if recap[h][3]] == [host], (recap, out[-8000:])
     assert running(fleet, cluster) == back, out[-8000:]
+
+
+def test_a_host_that_returns_with_a_stale_copy_keeps_the_healthy_replacement(engine, three, cluster, tmp_path):
+    """web-0 runs on sim01; sim01's engine stops and web-0 is placed again on sim02, where it runs. sim01 returns
+    with its copy stopped: the next run keeps sim02's (sim01 comes first by name, and won before), removes sim01's,
+    and a second run changes nothing."""
+    hosts = dict(('sim%s' % one.name, sim_host(tmp_path, one, cluster, drover_tasks=[])) for one in three)
+    services = [{'name': 'web', 'cluster': cluster, 'desired_count': 1, 'network_mode': 'none',
+                 'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16}]}]
+    path = given(tmp_path / 'inventory.json')
+    path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {'drover_services': services}}}))
+    path = str(path)
+
+    def where(every=False, skip=()):
+        return dict((h, names) for h, names in running(three, cluster, skip, every=every).items() if names)
+
+    run(tmp_path, path)
+    assert where() == {'sim01': ['web-0']}
+    stop_engine(three[0])
+    run(tmp_path, path)
+    assert where(skip=(three[0].name,)) == {'sim02': ['web-0']}
+    start_engine(three, three[0])
+    client = three[0].client()
+    try:
+        for box in client.containers.list(all=True, filters={'label': 'drover.cluster=%s' % cluster}):
+            box.stop(timeout=1)                 # its copy is stale: stopped (a restart policy may have started it)
+    finally:
+        client.close()
+    assert where(every=True) == {'sim01': ['web-0'], 'sim02': ['web-0']}
+    recap, out = run(tmp_path, path)
+    assert where() == {'sim02': ['web-0']}, out[-4000:]
+    assert where(every=True) == {'sim02': ['web-0']}, out[-4000:]        # the stale copy is gone
+    recap, out = run(tmp_path, path)
+    assert all(recap[h][1] == 0 for h in hosts), out[-4000:]
+    assert where(every=True) == {'sim02': ['web-0']}
 
 
 def test_a_hosts_changed_settings_reach_the_instances_it_runs(engine, three, cluster, tmp_path):

@@ -375,3 +375,22 @@ def test_the_placement_action_reads_each_host_from_its_look():
     gone = offered({'name': 'h3', 'look': {'unreachable': True, 'msg': 'ssh: connect to host h3: timed out'}})
     assert (gone['up'], gone['down_reason']) == (False, 'ssh: connect to host h3: timed out')
     assert offered({'name': 'h4', 'up': False}) == {'name': 'h4', 'up': False}      # no fact: as it is
+
+
+def test_a_host_that_returns_with_a_stale_copy_does_not_win_over_the_healthy_replacement():
+    """h1 ran web-0 and went down; web-0 was placed again on h4 and runs healthy there. h1 returns with its copy
+    stopped: h4's is kept and h1's stops, though h1 comes first by name. Among equals, the first by name."""
+    svc = web(desired=1, placement_strategy=[])
+    stale, healthy = ps.Instance('web', 0, 'h1'), ps.Instance('web', 0, 'h4')
+    for state in ('stopped', 'unhealthy', 'pending'):
+        back = ps.plan([svc], fleet(), [stale, healthy], standing={stale: ps.STANDING[state], healthy: 0})
+        assert (back.keep, back.stop, back.start) == ([healthy], [stale], []), state
+    even = ps.plan([svc], fleet(), [stale, healthy], standing={stale: 0, healthy: 0})
+    assert (even.keep, even.stop) == ([stale], [healthy])
+    assert ps.plan([svc], fleet(), [stale, healthy]).keep == [stale]
+    # too many of different indexes: the worst standing stops first, whatever the strategies prefer
+    two = [ps.Instance('web', 0, 'h1'), ps.Instance('web', 1, 'h3')]
+    fewer = ps.plan([web(desired=1)], fleet(), two, standing={two[0]: ps.STANDING['stopped']})
+    assert (fewer.keep, fewer.stop) == ([two[1]], [two[0]])
+    fewer = ps.plan([web(desired=1)], fleet(), two, standing={two[1]: ps.STANDING['stopped']})
+    assert (fewer.keep, fewer.stop) == ([two[0]], [two[1]])
