@@ -240,7 +240,7 @@ def _view(svc, raw, step, decided, seen):
     target = step.records.get(step.target) if step.target else None
     declared = step.records.get(step.declared)
     mine = [s for s in seen if target is not None and s.revision == step.target]
-    return {'name': svc.name, 'cluster': raw.get('cluster') or DEFAULT_CLUSTER, 'desired_count': svc.desired,
+    view = {'name': svc.name, 'cluster': raw.get('cluster') or DEFAULT_CLUSTER, 'desired_count': svc.desired,
             'placed': len(mark(list(decided.keep) + list(decided.start))), 'older': len(step.keep_old),
             'healthy': len([s for s in mine if s.state == pd.HEALTHY]), 'running': len([
                 s for s in seen if s.state != pd.STOPPED]),
@@ -250,6 +250,8 @@ def _view(svc, raw, step, decided, seen):
             'started': mark(decided.start), 'stopped': sorted(mark(decided.stop) + [
                 '%s@%s' % (ps.instance_name(svc.name, s.index), s.host) for s in step.stop]),
             'unplaced': decided.unplaced.get(svc.name)}
+    view['failure'] = pd.failure_line(view)
+    return view
 
 
 def _records(steps, by_raw, specs, seal_key):

@@ -269,6 +269,24 @@ def _pruned(records, declared, target, seen):
     return dict((k, v) for k, v in records.items() if k in keep)
 
 
+def failure_line(view):
+    """What a deployment that did not complete tells its user (drover.fleet.deploy's failure), from the service's
+    view; None for one that completed or goes on. `web: revision 3 failed (circuit breaker: 3/3); rolled back, runs
+    2/2 healthy on revision 2`."""
+    state = view.get('deployment')
+    if state not in ('rolling_back', 'rolled_back', FAILED):
+        return None
+    text = '%s: revision %s failed (circuit breaker: %d/%d)' % (
+        view['name'], view.get('declared_revision'), view.get('failures') or 0, view.get('failure_threshold') or 0)
+    health = '%d/%d healthy on revision %s' % (view['healthy'], view['desired_count'], view.get('revision'))
+    if state == 'rolled_back':
+        return text + '; rolled back, runs %s' % health
+    if state == 'rolling_back':
+        return text + '; rolling back to revision %s, %s so far' % (view.get('revision'), health)
+    return text + '; no rollback (circuit_breaker.rollback is off, or no earlier revision completed): its ' \
+        'instances stay as they run (%d running)' % view.get('running', 0)
+
+
 def service_line(view, detail=False):
     """A service's line, from its view (drover.fleet.service_placement's `services`): `web: 9/9 healthy, revision
     7` and where its deployment stands; with `detail` (the placement's report), the instances running while it

@@ -137,7 +137,11 @@ services:
       kept this pass), C(healthy) and C(running) (as the look found them), C(revision) (the number of
       the revision its instances converge to) and C(declared_revision), C(deployment) (C(in_progress),
       C(completed), C(rolling_back), C(rolled_back), C(failed)), C(failures) and C(failure_threshold) (the circuit
-      breaker), the instances C(started) and C(stopped) (C(<instance>@<host>)), C(unplaced).
+      breaker), the instances C(started) and C(stopped) (C(<instance>@<host>)), C(unplaced), and C(failure)
+      (where its deployment did not complete - C(rolling_back), C(rolled_back), C(failed) - which revision failed
+      and where the service stands; else null).
+    - 'A C(failure) reads C(web: revision 3 failed (circuit breaker: 3/3\); rolled back, runs 2/2 healthy on revision
+      2).'
   returned: always
   type: list
   elements: dict

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -132,7 +133,9 @@ def test_a_rolling_deployment_and_a_rollback(engine, three, cluster, tmp_path):
 
     # revision 3 never turns healthy: the breaker trips and revision 2 comes back
     out = deploy(tmp_path, write(tmp_path, three, cluster, '3', check='false'), events, ok=False)
-    assert 'web: its declared revision failed' in out, out[-3000:]
+    # the play's failure says which revision failed, and that the service runs healthy on the one before
+    assert re.search(r'web: revision 3 failed \(circuit breaker: \d+/\d+\); rolled back, runs 4/4 healthy on '
+                     r'revision 2', out), out[-3000:]
     assert 'service web: 4/4 healthy, revision 2, rolled back: revision 3 failed' in out, out[-3000:]
     back = versions_running(three, cluster)
     assert [v for dummy, v, dummy in back] == ['2'] * DESIRED, back        # no instance of the bad revision left

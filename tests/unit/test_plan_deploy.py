@@ -257,3 +257,16 @@ def test_one_line_a_service_for_the_report_and_the_recap(state, short, detail):
         assert pd.service_line(view, detail=True) == detail
     assert pd.service_line(dict(view, revision=None, older=0, unplaced={'count': 2}), detail=True).endswith(
         ', 3/3 placed, 2 unplaced')
+
+
+@pytest.mark.parametrize('state, line', [
+    (pd.COMPLETED, None),
+    (pd.IN_PROGRESS, None),
+    ('rolled_back', 'web: revision 3 failed (circuit breaker: 3/3); rolled back, runs 2/3 healthy on revision 2'),
+    ('rolling_back', 'web: revision 3 failed (circuit breaker: 3/3); rolling back to revision 2, 2/3 healthy on '
+     'revision 2 so far'),
+    (pd.FAILED, 'web: revision 3 failed (circuit breaker: 3/3); no rollback (circuit_breaker.rollback is off, or no '
+     'earlier revision completed): its instances stay as they run (4 running)'),
+])
+def test_a_deployment_that_did_not_complete_says_which_revision_failed_and_where_the_service_stands(state, line):
+    assert pd.failure_line(dict(VIEW, deployment=state)) == line
