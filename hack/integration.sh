@@ -20,7 +20,7 @@ PY=${PY:-$ROOT/.venv/bin/python}
 cd "$ROOT" || exit 2
 
 # (test_pool_gpus.py and test_pool_metrics.py converge tasks too - `train`, `web` - so they are the tasks' files)
-POOLS=(test_gh_runner_pools.py test_gh_runner_slot.py test_pool_caches.py test_pool_docker.py test_pool_mirror.py
+POOLS=(test_gh_runner_pools.py test_gh_runner_slot.py test_pool_caches.py test_pool_docker.py test_pool_jobs.py test_pool_mirror.py
        test_pool_records.py test_pools_webhook.py test_slot_attacks.py)
 FLEET=(test_services.py test_service_deploy.py test_fleet_engines.py)
 ALONE=(test_engine_restart.py test_sweep.py)

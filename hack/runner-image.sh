@@ -31,6 +31,11 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 busybox_rootfs "$root" runner
 install -m 0755 "$entrypoint" "$root/runner/run.sh"
+# The runner's externals folder (the real runner's holds node and the tools it mounts read-only at /__e in a
+# `container:` job's containers): here one file a job container can read.
+install -d -m 0755 "$root/runner/externals"
+printf 'drover runner externals\n' > "$root/runner/externals/drover.txt"
+chmod 0644 "$root/runner/externals/drover.txt"
 # A docker client for jobs whose profile has an engine of the slot's own (profile.docker): Debian's, with the
 # C library it links.
 if [ -x /usr/bin/docker ]; then

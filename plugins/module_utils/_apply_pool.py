@@ -33,7 +33,7 @@ from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
 from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
-    HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, subid_floor_option)
+    HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, runner_externals, subid_floor_option)
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -184,6 +184,18 @@ class PoolPass:
                                                 keep_pulled=not self.spec.pull_requests_from_forks,
                                                 subid_floor=self.subid_floor)
         return self.slot_engines[idx]
+
+    def _externals(self):
+        """The runner image's externals for the slot engines (runner_externals), or None; a copy that cannot be
+        made is a warning (the runners start: only `container:` jobs lack it)."""
+        labels = {'drover.pool': self.spec.pool}
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        try:
+            return runner_externals(self.engine, self.spec.profile.image, labels, self.now)
+        except SlotEngineError as exc:
+            self.warnings.append('pool %s: %s; its `container:` jobs will not find them' % (self.spec.pool, exc))
+            return None
 
     def remove_slot_engines(self, occupants):
         """A pool declared absent, once no runner is left: its slots' engines stop and their holders go; with
@@ -488,7 +500,9 @@ class PoolPass:
         rootless = spec.profile.docker == 'rootless'
         if rootless:
             try:
+                externals = self._externals()
                 for idx in slots:
+                    self.slot_engine(idx).externals = externals
                     if self.slot_engine(idx).ensure():
                         self.events.append(plan_mod.event('slot.engine_started', spec.pool, self.now, slot=idx + 1))
             except (EngineError, SlotEngineError) as exc:

@@ -232,6 +232,26 @@ class Engine:
         except Exception as exc:
             raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
 
+    def image_workdir(self, ref):
+        """(the image's ID, its working directory or ''), or None when the engine has no such image."""
+        try:
+            found = self.api.inspect_image(ref)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
+        return found['Id'], (found.get('Config') or {}).get('WorkingDir') or ''
+
+    def archive(self, container_id, path):
+        """A tar stream (chunks) of `path` in a container's filesystem, or None where it has no such path."""
+        try:
+            stream, dummy = self.api.get_archive(container_id, path)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('copy %s out of %s: %s' % (path, container_id[:12], _explain(exc)))
+        return stream
+
     # --- changing --------------------------------------------------------------------------------
 
     def pull(self, ref, auth=None):

@@ -34,12 +34,15 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import posixpath
+import shlex
 import shutil
 import signal
 import socket
 import stat
 import struct
 import subprocess
+import tarfile
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _files
@@ -50,7 +53,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 
 SLOTS_ROOT = '/var/lib/drover-slots'
 ROOTLESS_SCRIPT = '/usr/share/docker.io/contrib/dockerd-rootless.sh'
-NEEDS = ('rootlesskit', 'slirp4netns', 'newuidmap', 'newgidmap', 'nsenter', 'setpriv', 'iptables')
+NEEDS = ('rootlesskit', 'slirp4netns', 'newuidmap', 'newgidmap', 'nsenter', 'setpriv', 'iptables', 'mount',
+         'pivot_root')
 SUBIDS = 65536
 # Where slot users' subordinate ID ranges start, by default: above every ID an account of the host may have. Debian
 # gives accounts IDs below 60000 (and 65534); systemd's dynamic users and containers stay below 0x70000000; SSSD maps
@@ -67,6 +71,65 @@ STOP_WAIT = 20                          # seconds an engine has to stop on SIGTE
 SWEEP_WAIT = 5                          # seconds the slot user's processes have to go once killed
 ROOT_FILE_MAX = 64 * 1024               # the most root reads of a file of its own in a slot's directory
 KEPT_REPOSITORY = 'drover-kept'         # the one name an image pulled from Docker Hub keeps between jobs
+EXTERNALS_ROOT = os.path.join(SLOTS_ROOT, '.externals')   # root's copies of runner images' externals, by image ID
+EXTERNALS_UNUSED_DAYS = 7               # a copy no pass used for this long goes (an image the pools left)
+# The slot engine's own view of the filesystem, made in RootlessKit's mount namespace (the slot user mapped to
+# root there, nothing of it seen on the host) just before dockerd starts: dockerd-rootless.sh runs `dockerd` from
+# PATH, where the slot's bin folder (root's) comes first. A job container that binds /var/run/docker.sock gets its
+# slot's engine (RootlessKit's /run is a copy whose docker.sock leads to the host's); the runner's externals folder
+# (the runner binds it at /__e in a `container:` job's containers) is there at the path the runner knows, from a
+# copy of the runner image's that is root's and read-only to the slot. Where that path's top folder is not on the
+# host (/runner), the view is a new root: a tmpfs where each entry of / is bound as it is, but the folders on the
+# way to the externals, which are tmpfs copies of their own; the old root stays at /.host.
+START_SCRIPT = '''#!/bin/sh
+# drover.fleet: the view of the slot engine of slot %(slot)s, then its dockerd (written by the pools pass).
+set -eu
+socket=%(socket)s
+at=%(at)s
+source=%(source)s
+rm -f /run/docker.sock
+ln -s "$socket" /run/docker.sock
+# spread FROM TO REST: TO a tmpfs with FROM's entries bound in it, but the one REST goes through (made anew)
+spread() {
+  from=$1 to=$2 rest=$3
+  first=${rest%%%%/*}
+  mount -t tmpfs -o mode=0755 drover-view "$to"
+  for entry in "$from"/* "$from"/.[!.]* "$from"/..?*; do
+    name=${entry##*/}
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    [ "$name" = "$first" ] && continue
+    if [ -L "$entry" ]; then
+      ln -s "$(readlink "$entry")" "$to/$name"
+    elif [ -d "$entry" ]; then
+      mkdir "$to/$name" && mount --rbind "$entry" "$to/$name"
+    else
+      : > "$to/$name" && mount --bind "$entry" "$to/$name"
+    fi
+  done
+  mkdir "$to/$first"
+  if [ "$first" = "$rest" ]; then
+    mount --bind "$source" "$to/$first"
+    mount -o remount,bind,ro "$to/$first" 2>/dev/null || true
+  elif [ -d "$from/$first" ] && [ ! -L "$from/$first" ]; then
+    spread "$from/$first" "$to/$first" "${rest#*/}"
+  else
+    mkdir -p "$to/$rest"
+    mount --bind "$source" "$to/$rest"
+  fi
+}
+if [ -n "$at" ]; then
+  root=$XDG_RUNTIME_DIR/view
+  mkdir -p "$root"
+  spread "" "$root" "${at#/}"
+  mkdir "$root/.host"
+  cd "$root"
+  pivot_root . .host
+  cd /
+  umount -l /.host 2>/dev/null || true
+fi
+PATH=${PATH#*:}
+exec dockerd "$@"
+'''
 
 
 class SlotEngineError(Exception):
@@ -169,6 +232,10 @@ class SlotEngine:
         self.log_file = os.path.join(self.dir, 'engine.log')
         self.pid_file = os.path.join(self.dir, 'engine.pid')
         self.socket_link = os.path.join(self.dir, 'engine.sock')
+        self.bin_dir = os.path.join(self.dir, 'bin')
+        self.start_file = os.path.join(self.bin_dir, 'dockerd')
+        # (where the runner's externals folder is in its image, the host's root-owned copy of it), or None
+        self.externals = None
         # the slot user's (the engine makes it in its runtime directory): never used before it is proven
         self.socket = os.path.join(self.run_dir, 'docker.sock')
         self.holder_name = 'drover-slot-%s' % self.id
@@ -359,13 +426,14 @@ class SlotEngine:
         procs = self._ensure_cgroup()
         try:
             changed = self._write_config()
+            changed = self._write_start() or changed
         except OSError as exc:
             raise SlotEngineError('slot %s: its engine\'s configuration: %s' % (self.id, exc))
         # (only a slot with no runner is ensured: a start disturbs no job)
         if not changed and self.answers():
             return False
         self.stop_engine()
-        env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'HOME': os.path.join(self.dir, 'home'),
+        env = {'PATH': '%s:/usr/sbin:/usr/bin:/sbin:/bin' % self.bin_dir, 'HOME': os.path.join(self.dir, 'home'),
                'XDG_RUNTIME_DIR': self.run_dir, 'USER': self.user}
         argv = ['nsenter', '--net=/proc/%d/ns/net' % holder['pid'], '--',
                 'setpriv', '--reuid=%d' % uid, '--regid=%d' % gid, '--init-groups', '--inh-caps=-all',
@@ -421,6 +489,18 @@ class SlotEngine:
         if text == had:
             return False
         _files.write_whole(self.config_file, text, 0o644)
+        return True
+
+    def _write_start(self):
+        """The engine's start script (root's, 0755, in root's bin folder of the slot), as START_SCRIPT with the slot's
+        socket and externals; whether it changed (then the engine starts again)."""
+        at, source = self.externals or ('', '')
+        text = START_SCRIPT % {'slot': self.id, 'socket': shlex.quote(self.socket), 'at': shlex.quote(at),
+                               'source': shlex.quote(source)}
+        if _read_root_file(self.start_file) == text:
+            return False
+        _own_dir(self.bin_dir, 0, 0, 0o755)
+        _files.write_whole(self.start_file, text, 0o755)
         return True
 
     def cgroups(self):
@@ -601,6 +681,100 @@ class SlotEngine:
         replace) where Docker's clients look for it, and the
         work folder at the same path as the engine sees it (a job's `docker run -v "$PWD:/w"` names a host path)."""
         return ['%s:%s' % (self.socket_link, SOCKET_IN_RUNNER), '%s:%s' % (self.work, self.work)]
+
+
+def runner_externals(engine, image, labels, now=None):
+    """(where the runner's externals folder is in the runner image `image`, the host's copy of it), or None where the
+    image has none. The runner's folder is the image's working directory (the runner image contract, docs/
+    gh_runner_slot.md); its externals are copied out of the image once per image ID, under EXTERNALS_ROOT: every file
+    root's, no file group- or world-writable, nothing that is not a plain file, folder or link inside the copy
+    (Python's tarfile data filter), so that a slot's user reads it and can change nothing in it. A copy no pass has
+    used for EXTERNALS_UNUSED_DAYS goes. Raises SlotEngineError (an image whose externals cannot be copied)."""
+    found = engine.image_workdir(image)
+    if found is None or not found[1].startswith('/'):
+        return None
+    image_id, workdir = found
+    at = posixpath.normpath(posixpath.join(workdir, 'externals'))
+    if at == '/externals' or not hasattr(tarfile, 'data_filter'):
+        return None             # (a runner at / would have the engine's whole root copied; Python < 3.8.17: no filter)
+    try:
+        if not os.path.isdir(EXTERNALS_ROOT):
+            os.makedirs(EXTERNALS_ROOT, 0o711)
+        os.chmod(os.path.dirname(EXTERNALS_ROOT), 0o711)
+        os.chmod(EXTERNALS_ROOT, 0o711)
+        dest = os.path.join(EXTERNALS_ROOT, image_id.split(':')[-1][:32])
+        if not os.path.isdir(dest):
+            _copy_externals(engine, image, at, dest, labels)
+        os.utime(dest, (now, now) if now is not None else None)
+        _forget_externals(dest, now if now is not None else time.time())
+    except (OSError, tarfile.TarError, EngineError) as exc:
+        raise SlotEngineError('the externals of runner image %s (%s): %s' % (image, at, exc))
+    copy = os.path.join(dest, 'externals')
+    return (at, copy) if os.path.isdir(copy) else None
+
+
+def _copy_externals(engine, image, at, dest, labels):
+    """The image's `at` copied to dest/externals (dest made whole: nothing half copied is ever used); dest empty
+    where the image has no such folder."""
+    tmp = '%s.%d.tmp' % (dest, os.getpid())
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.mkdir(tmp, 0o700)
+    try:
+        box = engine.create(None, image, dict(labels, **{'drover.role': 'externals-copy'}), entrypoint=['/'],
+                            command=[], network_mode='none')
+        try:
+            stream = engine.archive(box, at)
+            if stream is not None:
+                with tarfile.open(fileobj=_Chunks(stream), mode='r|') as tar:
+                    tar.extractall(tmp, filter=_root_owned)
+        finally:
+            engine.remove(box)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _root_owned(member, path):
+    """A member of a runner image's externals as it may be written: tarfile's data filter (inside the copy, no
+    device, no setuid, nothing group- or world-writable), then root's."""
+    member = tarfile.data_filter(member, path)
+    return member.replace(uid=0, gid=0, uname='root', gname='root', deep=False)
+
+
+def _forget_externals(used, now):
+    """The copies of other images' externals that no pass used for EXTERNALS_UNUSED_DAYS, removed."""
+    for name in os.listdir(EXTERNALS_ROOT):
+        path = os.path.join(EXTERNALS_ROOT, name)
+        try:
+            if path != used and now - os.lstat(path).st_mtime > EXTERNALS_UNUSED_DAYS * 86400:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
+class _Chunks:
+    """A file to read from an iterator of byte chunks (the engine's archive stream)."""
+
+    def __init__(self, chunks):
+        self.chunks, self.chunk, self.at = iter(chunks), b'', 0
+
+    def read(self, size=-1):
+        parts, want = [], size
+        while want != 0:
+            if self.at >= len(self.chunk):
+                try:
+                    self.chunk, self.at = next(self.chunks), 0
+                except StopIteration:
+                    break
+                continue
+            end = len(self.chunk) if want < 0 else min(len(self.chunk), self.at + want)
+            parts.append(self.chunk[self.at:end])
+            if want > 0:
+                want -= end - self.at
+            self.at = end
+        return b''.join(parts)
 
 
 def kept_image(image, keep_pulled=True):

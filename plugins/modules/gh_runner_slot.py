@@ -258,7 +258,11 @@ options:
             network (so a step reaches a service it published at C(localhost:<port>), and no other container of the
             host does). The runner runs as that user, with the engine's socket (root's link to it, once proven to be
             that engine's) at C(/var/run/docker.sock), C(DOCKER_BUILDKIT=1), and its work folder at the same path as
-            the engine sees it (C(docker run -v "$PWD:/w") works). After each job nothing it made stays for the next
+            the engine sees it (C(docker run -v "$PWD:/w") works). In the engine's own view of the filesystem, the
+            runner's externals folder (C(<the image's WORKDIR>/externals), a root-owned, read-only copy of the image's)
+            and C(/var/run/docker.sock) (the slot's own engine) are where the runner binds them from, so C(container:)
+            jobs and Docker actions run (docs/gh_runner_slot.md has the runner image contract). After each job nothing it
+            made stays for the next
             - the slot engine's containers, volumes, networks, build cache and images go (but an image pulled from
             Docker Hub, kept as C(drover-kept:<ID>) alone, and none in a O(pull_requests_from_forks) pool), and the
             work folder and home are emptied. A drained pool stops its slot engines, and with

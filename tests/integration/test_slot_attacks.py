@@ -33,8 +33,9 @@ upstream = test_pool_mirror.upstream
 # The attack on root's files of the slot: a job container binds the slot's top directory (its work folder's parent)
 # and names a root process group as the engine's pid, links the engine's log into a root-only directory, puts a FIFO
 # where the engine's configuration is (a pass that reads it would wait for ever under the host lock), names the
-# process again as the engine's own pid file, and takes its engine's socket away (the next pass must start it again:
-# what it stops and what it opens are then the job's choice).
+# process again as the engine's own pid file, rewrites the engine's start script (its slot's bin/dockerd, which the
+# slot's user runs as the engine's view of the filesystem is made), and takes its engine's socket away (the next
+# pass must start it again: what it stops and what it opens are then the job's choice).
 ATTACK_FILES = BUILD + r'''
 cat > attack.sh <<'EOF'
 B=/bin/busybox
@@ -43,6 +44,8 @@ $B rm -f engine.pid 2>/dev/null; $B sh -c 'echo %(victim)d > engine.pid' 2>/dev/
 $B rm -f engine.log 2>/dev/null; $B ln -s %(rootonly)s/pwned engine.log 2>/dev/null && echo "linked: engine.log" || echo "refused: engine.log"
 $B rm -f daemon.json 2>/dev/null; $B mkfifo daemon.json 2>/dev/null && echo "fifo: daemon.json" || echo "refused: daemon.json"
 $B sh -c 'echo %(victim)d > run/docker.pid' 2>/dev/null && echo "wrote: run/docker.pid" || echo "refused: run/docker.pid"
+$B sh -c 'echo "kill -9 %(victim)d" > bin/dockerd' 2>/dev/null && echo "wrote: bin/dockerd" || echo "refused: bin/dockerd"
+$B rm -rf bin 2>/dev/null; $B mkdir -p bin/x 2>/dev/null && echo "made: bin" || echo "refused: bin"
 $B rm -f run/docker.sock && echo "removed: run/docker.sock"
 EOF
 docker run --rm -v "${PWD%%/work}:/s" -v "$PWD:/w" mine:1 /bin/busybox sh /w/attack.sh
@@ -149,10 +152,11 @@ def test_a_job_cannot_turn_the_pass_s_root_against_the_host_through_its_slot(
         assert os.listdir(rootonly) == [], 'the pass made a file where the job linked the log: %s' % os.listdir(rootonly)
         assert len(second['started']) == 1, second
         # the job could write none of root's files of the slot: the slot's top directory is root's
-        for name in ('engine.pid', 'engine.log', 'daemon.json'):
+        for name in ('engine.pid', 'engine.log', 'daemon.json', 'bin/dockerd'):
             assert 'refused: %s' % name in files, files
             info = os.lstat(os.path.join(slot_dir, name))
             assert stat.S_ISREG(info.st_mode) and info.st_uid == 0, (name, info)
+        assert 'refused: bin' in files and os.lstat(os.path.join(slot_dir, 'bin')).st_uid == 0, files
         top = os.lstat(slot_dir)
         assert top.st_uid == 0 and stat.S_IMODE(top.st_mode) == 0o711, top
 

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+"""Jobs as GitHub runs them in a `docker: rootless` pool with the mirror on, on the real engine: a `container:` job
+(the runner image makes its network, its service and its job container as the real runner does, with the runner's
+externals read-only at /__e and /var/run/docker.sock bound in) runs its step inside its container, reaches its
+service by name, and its socket - and a Docker action's, bound from it - is the slot's own engine, never the host's.
+Images come from a registry of this machine standing in for Docker Hub, through the pools' mirror."""
+
+from __future__ import absolute_import, division, print_function
+
+import io
+import os
+import re
+import stat
+
+import pytest
+
+from helpers import wait_for
+from test_pool_docker import REPO, STANDIN_HOST, pool_runner
+from test_pool_docker import TOKEN as POOL_TOKEN
+from test_pool_mirror import HUB_PASSWORD, HUB_USER
+from upstream_registry import Upstream
+
+TOKEN = POOL_TOKEN          # the token pool_runner passes: the standin fixture serves REPO with this module's TOKEN
+
+# The step, in the job's container: what the externals hold (and that they are read-only), where it runs, the
+# service by its name, and the engine at /var/run/docker.sock - and through it, a Docker action's container with
+# the socket bound in, as the runner runs one.
+STEP = ('echo "externals: $(cat /__e/drover.txt)"; '
+        'touch /__e/x 2>/dev/null && echo "externals: writable" || echo "externals: read-only"; '
+        'echo "step in: $PWD $(cat /proc/1/cmdline | tr "\\000" " ")"; '
+        'for i in $(seq 1 50); do wget -q -O /tmp/got http://db:8080/index.html 2>/dev/null && break; sleep 0.2; done; '
+        'echo "service: $(cat /tmp/got)"; '
+        'echo "socket sees: $(docker ps --format "{{.Names}}" | sed "s/_[0-9a-f]*$//" | sort | tr "\\n" " ")"; '
+        'echo "action sees: $(docker run --rm -v /var/run/docker.sock:/var/run/docker.sock --entrypoint docker '
+        'drover-runner:1 info --format "{{.SecurityOptions}}" 2>&1 | grep -o rootless)"')
+SERVICE = ('busybox:1', 'mkdir -p /w && echo hello-from-db > /w/index.html && exec httpd -f -p 8080 -h /w')
+
+
+@pytest.fixture
+def hub(engine):
+    """The Docker Hub stand-in with busybox:1 and the runner image (a docker CLI) as drover-runner:1."""
+    upstream = Upstream(engine, STANDIN_HOST(), HUB_USER, HUB_PASSWORD)
+    try:
+        upstream.populate('drover.local/busybox:1', 'library/busybox:1')
+        upstream.populate('drover.local/runner:1', 'library/drover-runner:1')
+        yield upstream.serve()
+    finally:
+        upstream.close()
+
+
+@pytest.fixture(params=['/runner', '/home/runner'])
+def runner_image(request, engine):
+    """The test runner image as it is (the runner in /runner, a folder the host lacks), and as the actions-runner
+    image lays it out (in /home/runner, its working directory, below a folder the host has)."""
+    if request.param == '/runner':
+        yield 'drover.local/runner:1', '/runner'
+        return
+    dockerfile = ('FROM drover.local/runner:1\nRUN mkdir -p /home/runner && cp -a /runner/. /home/runner/\n'
+                  'WORKDIR /home/runner\nENTRYPOINT ["/home/runner/run.sh"]\n')
+    tag = 'drover.local/runner-home:1'
+    engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, forcerm=True)
+    try:
+        yield tag, '/home/runner'
+    finally:
+        engine.images.remove(tag, force=True)
+
+
+def test_a_container_job_runs_in_its_container_reaches_its_service_and_the_slot_engine(
+        engine, standin, module_runner, store_path, pool_name, hub, runner_image):
+    image, root = runner_image
+    mirror = dict(enabled=True, upstream=hub, username=HUB_USER, password=HUB_PASSWORD)
+    pool = pool_runner(module_runner, standin, store_path, pool_name, slots=1, memory=1024)
+
+    def run(**kw):
+        profile = dict(name='dind', image=image, slots=1, memory=1024, docker='rootless',
+                       environment={'DROVER_JOB_SECONDS': '0.1'})
+        return pool(mirror=mirror, profile=profile, **kw)
+
+    labels = ['self-hosted', pool_name]
+    host_before = set(c.id for c in engine.containers.list(all=True))
+    try:
+        standin.queue_job(REPO, labels, name='ctr', script=STEP, container='drover-runner:1',
+                          services={'db': SERVICE})
+        first = run()
+        assert len(first['started']) == 1, first
+        box = engine.containers.get(first['started'][0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=180)
+        out = box.logs().decode('utf-8', 'replace')
+        assert 'externals: drover runner externals' in out and 'externals: read-only' in out, out
+        # the step ran in the job container (its PID 1 is the runner's `tail -f /dev/null`), in /__w
+        assert re.search(r'step in: /__w tail -f /dev/null', out), out
+        assert 'service: hello-from-db' in out, out
+        # the socket is the slot engine: it runs the job's container and its service, and nothing of the host
+        assert 'socket sees: db job ' in out, out
+        assert 'action sees: rootless' in out, out
+        assert 'completed with result: Succeeded' in out, out
+        # nothing of the job on the host's engine: only the pass's own (runner, holder, mirror)
+        made = [c for c in engine.containers.list(all=True) if c.id not in host_before]
+        assert sorted(c.labels.get('drover.role') for c in made) == ['mirror', 'runner', 'slot-holder'], [
+            (c.name, c.labels) for c in made]
+
+        # The externals' copy is root's, nothing in it writable but by root, and it is what the image holds.
+        copies = [os.path.join(root, name) for root, dirs, files in os.walk('/var/lib/drover-slots/.externals')
+                  for name in dirs + files]
+        assert any(p.endswith('/externals/drover.txt') for p in copies), copies
+        assert not os.path.exists(root), root           # nothing of it made on the host
+        for path in copies:
+            info = os.lstat(path)
+            assert info.st_uid == 0 and not stat.S_IMODE(info.st_mode) & 0o022, (path, oct(info.st_mode))
+        collected = run()
+        assert collected['released'] == first['started'], collected
+    finally:
+        # (the mirror goes too, and with it its configuration, which holds the upstream's password)
+        pool(mirror=dict(enabled=False), state='absent', kill_busy=True)
+        pool(mirror=dict(enabled=False), state='absent', purge_caches=True)
+    assert not os.listdir(os.path.join(os.path.dirname(store_path), 'mirror'))
