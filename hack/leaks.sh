@@ -104,10 +104,6 @@ done
 while IFS=: read -r user _; do
   case $user in drv[0-9a-f]*) [ ${#user} = 13 ] && found "slot user $user" userdel "$user" ;; esac
 done < /etc/passwd
-# The pools' own networks (made for slot holders and the mirror; a test's pool removes its own with them).
-while read -r name _; do
-  [ -n "$name" ] && found "pools network $name" docker network rm "$name"
-done < <(docker network ls --filter label=drover.role=pools-network --format '{{.Name}} .')
 # The pools' registry mirrors (gh_runner_slot's mirror: a test's pool removes its own) and the upstream registries
 # the mirror tests stand in for Docker Hub with.
 while read -r name _; do
@@ -116,6 +112,10 @@ done < <(docker ps -a --filter label=drover.role=mirror --format '{{.Names}} .')
 while read -r name _; do
   [ -n "$name" ] && found "registry mirror volume $name" docker volume rm -f "$name"
 done < <(docker volume ls --filter label=drover.role=mirror --format '{{.Name}} .')
+# The pools' own networks (made for slot holders and the mirror, so removed after them; a test's pool removes its own with them).
+while read -r name _; do
+  [ -n "$name" ] && found "pools network $name" docker network rm "$name"
+done < <(docker network ls --filter label=drover.role=pools-network --format '{{.Name}} .')
 while read -r name _; do
   [ -n "$name" ] && found "test upstream registry $name" docker rm -f "$name"
 done < <(docker ps -a --filter label=drover.test=upstream --format '{{.Names}} .')

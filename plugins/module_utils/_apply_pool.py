@@ -105,6 +105,7 @@ class PoolPass:
         # wait for one DELETE per finished runner (GitHub has mostly removed ephemeral ones by then anyway).
         self.ended_registrations = []
         self.image_ready = False        # the profile's image is on the host (checked or pulled this pass)
+        self.image_ids = False          # (uid, gid) its user (None: root; False: not read yet this pass)
         self.cache_binds = {}           # slot index -> the binds of its cache volumes, made before its runner starts
         self.caches = PoolCaches(engine, spec, scope, check_mode, now, self.events, self.warnings)
         self.queued_since = []          # when each matching queued job was queued (epoch seconds), oldest first
@@ -184,6 +185,28 @@ class PoolPass:
                                                 keep_pulled=not self.spec.pull_requests_from_forks,
                                                 subid_floor=self.subid_floor)
         return self.slot_engines[idx]
+
+    def _runner_ids(self, idx):
+        """The (uid, gid) slot `idx`'s runner runs as, where it is not root: the slot's user with an engine of the
+        slot's own, else the runner image's user (its /etc/passwd and /etc/group read once a pass, where its user
+        is a name or a lone uid). Raises EngineError."""
+        if self.spec.profile.docker == 'rootless':
+            return self.slot_engine(idx).ids
+        if self.image_ids is False:
+            image = self.spec.profile.image
+            user = self.engine.image_user(image) or ''
+            name, dummy, group = user.partition(':')
+            files = {}
+            if name not in ('', 'root', '0') and not (name.isdigit() and group.isdigit()):
+                labels = {'drover.pool': self.spec.pool, 'drover.role': 'image-user'}
+                if self.scope:
+                    labels[STORE_LABEL] = self.scope
+                files = self.engine.image_files(image, ('/etc/passwd', '/etc/group'), labels)
+            try:
+                self.image_ids = plan_mod.image_ids(user, files.get('/etc/passwd'), files.get('/etc/group'))
+            except ValueError as exc:
+                raise EngineError('runner image %s: %s' % (image, exc))
+        return self.image_ids
 
     def _externals(self):
         """The runner image's externals for the slot engines (runner_externals), or None; a copy that cannot be
@@ -508,9 +531,9 @@ class PoolPass:
             except (EngineError, SlotEngineError) as exc:
                 return self._cannot_start(slots[0], 'its slot engine: %s' % exc)
         try:
-            # a slot cache's root is the user's the job runs as (with a slot engine: the slot's own user)
-            self.cache_binds = dict((idx, self.caches.binds(idx, self.slot_engine(idx).ids if rootless else None))
-                                    for idx in slots)
+            # a slot cache's root is the user's the job runs as (with a slot engine: the slot's own user; else the
+            # runner image's)
+            self.cache_binds = dict((idx, self.caches.binds(idx, self._runner_ids(idx))) for idx in slots)
         except (EngineError, CacheError, OSError) as exc:
             return self._cannot_start(slots[0], 'its caches: %s' % exc)
         prepared = []
@@ -567,8 +590,9 @@ class PoolPass:
                 pass
             fd = _files.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
             with os.fdopen(fd, 'w') as handle:
-                if spec.profile.docker == 'rootless':
-                    os.fchown(handle.fileno(), *self.slot_engine(idx).ids)     # its runner runs as the slot's user
+                owner = self._runner_ids(idx)
+                if owner is not None:
+                    os.fchown(handle.fileno(), *owner)          # the user its runner runs as reads it, alone
                 handle.write(jit)
             del jit
         except OSError as exc:

@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import io
+import tarfile
 import traceback
 
 try:
@@ -241,6 +243,44 @@ class Engine:
         except Exception as exc:
             raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
         return found['Id'], (found.get('Config') or {}).get('WorkingDir') or ''
+
+    def image_user(self, ref):
+        """The user an image's containers run as (its Config.User: '' for root), or None without the image."""
+        try:
+            found = self.api.inspect_image(ref)
+        except docker_errors.NotFound:
+            return None
+        except Exception as exc:
+            raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
+        return (found.get('Config') or {}).get('User') or ''
+
+    def image_files(self, image, paths, labels, limit=1024 * 1024):
+        """{path: its text} of small plain files of an image (each at most `limit` bytes; a path the image lacks, or
+        that is not a plain file, is left out), read from a container made from it and never started."""
+        out = {}
+        box = self.create(None, image, labels, entrypoint=['/'], command=[], network_mode='none')
+        try:
+            for path in paths:
+                stream = self.archive(box, path)
+                if stream is None:
+                    continue
+                raw = bytearray()
+                for chunk in stream:
+                    raw += chunk
+                    if len(raw) > limit + 64 * 1024:
+                        break           # (a file past the limit is left out: its archive is not read whole)
+                getattr(stream, 'close', lambda: None)()
+                if len(raw) > limit + 64 * 1024:
+                    continue
+                with tarfile.open(fileobj=io.BytesIO(bytes(raw)), mode='r:') as tar:
+                    member = tar.next()
+                    if member is not None and member.isreg() and member.size <= limit:
+                        out[path] = tar.extractfile(member).read().decode('utf-8', 'replace')
+        except tarfile.TarError as exc:
+            raise EngineError('read %s of %s: %s' % (', '.join(paths), image, exc))
+        finally:
+            self.remove(box)
+        return out
 
     def archive(self, container_id, path):
         """A tar stream (chunks) of `path` in a container's filesystem, or None where it has no such path."""

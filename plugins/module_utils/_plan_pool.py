@@ -169,6 +169,38 @@ def job_seconds(read, started, finished):
     return int(finished - began)
 
 
+def image_ids(user, passwd, group):
+    """The (uid, gid) an image's containers run as, from its Config.User (`name`, `uid`, `name:group`, `uid:gid`)
+    and its /etc/passwd and /etc/group texts (None where it has none), as the engine resolves them; None for root.
+    Raises ValueError naming a user or group the image does not have."""
+    name, dummy, grp = (user or '').partition(':')
+    if name in ('', 'root', '0') and grp in ('', 'root', '0'):
+        return None
+    users = _entries(passwd, 7)
+    if name.isdigit():
+        uid = int(name)
+        gid = next((int(e[3]) for e in users if e[2] == name and e[3].isdigit()), 0)
+    else:
+        found = [e for e in users if e[0] == name and e[2].isdigit() and e[3].isdigit()]
+        if not found:
+            raise ValueError('the image\'s user %s is not in its /etc/passwd' % name)
+        uid, gid = int(found[0][2]), int(found[0][3])
+    if grp.isdigit():
+        gid = int(grp)
+    elif grp:
+        found = [e for e in _entries(group, 4) if e[0] == grp and e[2].isdigit()]
+        if not found:
+            raise ValueError('the image\'s group %s is not in its /etc/group' % grp)
+        gid = int(found[0][2])
+    if uid > 2 ** 32 - 2 or gid > 2 ** 32 - 2:
+        raise ValueError('the image\'s user %s is out of range' % user)
+    return None if (uid, gid) == (0, 0) else (uid, gid)
+
+
+def _entries(text, fields):
+    return [line.split(':') for line in (text or '').splitlines() if line.count(':') == fields - 1]
+
+
 # What a failed job's record must not hold: the names a runner keeps its credentials and its JIT config under.
 # A record whose filesystem diff has one is not kept.
 RECORD_DENY = ('.jitconfig', '.credentials', '.credentials_rsaparams', '.runner')

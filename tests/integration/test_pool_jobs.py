@@ -114,3 +114,49 @@ def test_a_container_job_runs_in_its_container_reaches_its_service_and_the_slot_
         pool(mirror=dict(enabled=False), state='absent', kill_busy=True)
         pool(mirror=dict(enabled=False), state='absent', purge_caches=True)
     assert not os.listdir(os.path.join(os.path.dirname(store_path), 'mirror'))
+
+
+@pytest.fixture
+def runner_as_1001(engine):
+    """The test runner image as actions-runner runs: its user `runner` (1001, group 121), the runner's folder its."""
+    dockerfile = ('FROM drover.local/runner:1\n'
+                  'RUN echo "runner:x:1001:121::/runner:/bin/sh" >> /etc/passwd && echo "docker:x:121:" >> /etc/group'
+                  ' && chown -R 1001:121 /runner\nUSER runner\n')
+    tag = 'drover.local/runner-1001:1'
+    engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, forcerm=True)
+    try:
+        yield tag
+    finally:
+        engine.images.remove(tag, force=True)
+
+
+def test_a_runner_image_of_a_user_of_its_own_reads_its_config_and_writes_its_cache(
+        engine, standin, module_runner, store_path, pool_name, runner_as_1001):
+    """A `docker: none` pool whose runner image runs as `runner` (uid 1001): the runner reads its JIT config (0400,
+    that user's alone), and a job writes the slot's cache (its root that user's), which the slot's next job reads."""
+    caches = [{'name': 'deps', 'path': '/cache', 'scope': 'slot'}]
+    pool = pool_runner(module_runner, standin, store_path, pool_name)
+
+    def run(**kw):
+        return pool(profile=dict(name='plain', image=runner_as_1001, slots=1, memory=256, caches=caches,
+                                 environment={'DROVER_JOB_SECONDS': '0.1'}), **kw)
+
+    def job(name, script):
+        standin.queue_job(REPO, ['self-hosted', pool_name], name=name, script=script)
+        started = run()['started']
+        assert len(started) == 1, started
+        box = engine.containers.get(started[0])
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=120)
+        return box.logs().decode('utf-8', 'replace')
+
+    try:
+        wrote = job('write', 'echo "user: $(id -u):$(id -g)"; echo "jit: $(stat -c %u:%a /runner/.jitconfig)"; '
+                             'echo "from the first job" > /cache/kept && echo "cache: written"')
+        # the runner read its JIT config (that user's alone, 0400) and took the job
+        assert 'user: 1001:121' in wrote and 'jit: 1001:400' in wrote and 'Succeeded' in wrote, wrote
+        assert 'cache: written' in wrote, wrote
+        read = job('read', 'echo "cache: $(cat /cache/kept)"')
+        assert 'cache: from the first job' in read, read
+    finally:
+        run(state='absent', kill_busy=True)
+        run(state='absent', purge_caches=True)

@@ -351,6 +351,9 @@ class _Engine:
     def image_present(self, ref):
         return True
 
+    def image_user(self, ref):
+        return ''                       # root: the JIT config stays root's
+
 
 def test_a_link_at_a_jit_config_path_is_not_followed(tmp_path):
     """The JIT config is written anew, never through a link left in its place: a file of another's keeps its
@@ -1055,3 +1058,30 @@ def test_a_subordinate_range_is_taken_above_every_range_given_and_clear_of_every
         assert 'no range of 65536 subordinate IDs is left' in str(exc)
     # the default floor is above what SSSD and FreeIPA map directory users to
     assert floor > 2000200000
+
+
+PASSWD = 'root:x:0:0:root:/root:/bin/sh\nrunner:x:1001:121:,,,:/home/runner:/bin/bash\nodd:x:abc:1::/:/bin/sh\n'
+GROUP = 'root:x:0:\ndocker:x:121:runner\nci:x:2000:\n'
+
+
+@pytest.mark.parametrize('user, ids', [
+    ('', None), ('root', None), ('0', None), ('0:0', None), ('root:root', None),
+    ('runner', (1001, 121)), ('1001', (1001, 121)), ('1001:2000', (1001, 2000)), ('runner:ci', (1001, 2000)),
+    ('4242', (4242, 0)), ('0:121', (0, 121)),
+])
+def test_an_image_s_user_as_the_engine_resolves_it(user, ids):
+    assert p.image_ids(user, PASSWD, GROUP) == ids
+
+
+@pytest.mark.parametrize('user, error', [
+    ('ghost', "the image's user ghost is not in its /etc/passwd"),
+    ('odd', "the image's user odd is not in its /etc/passwd"),
+    ('runner:nogroup', "the image's group nogroup is not in its /etc/group"),
+    ('4294967296', "the image's user 4294967296 is out of range"),
+])
+def test_an_image_user_the_image_lacks_is_refused_by_name(user, error):
+    with pytest.raises(ValueError) as exc:
+        p.image_ids(user, PASSWD, GROUP)
+    assert str(exc.value) == error
+    with pytest.raises(ValueError):
+        p.image_ids('runner', None, None)
