@@ -226,33 +226,26 @@ class Engine:
         return values + [v for v in options.values() if isinstance(v, str)]
 
     def image_present(self, ref):
+        return self._image(ref) is not None
+
+    def _image(self, ref):
+        """The engine's view of an image, or None when it has no such image."""
         try:
-            self.api.inspect_image(ref)
-            return True
-        except docker_errors.NotFound:          # ImageNotFound is one
-            return False
+            return self.api.inspect_image(ref)
+        except docker_errors.NotFound:
+            return None
         except Exception as exc:
             raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
 
     def image_workdir(self, ref):
         """(the image's ID, its working directory or ''), or None when the engine has no such image."""
-        try:
-            found = self.api.inspect_image(ref)
-        except docker_errors.NotFound:
-            return None
-        except Exception as exc:
-            raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
-        return found['Id'], (found.get('Config') or {}).get('WorkingDir') or ''
+        found = self._image(ref)
+        return None if found is None else (found['Id'], (found.get('Config') or {}).get('WorkingDir') or '')
 
     def image_user(self, ref):
         """The user an image's containers run as (its Config.User: '' for root), or None without the image."""
-        try:
-            found = self.api.inspect_image(ref)
-        except docker_errors.NotFound:
-            return None
-        except Exception as exc:
-            raise EngineError('inspect image %s: %s' % (ref, _explain(exc)))
-        return (found.get('Config') or {}).get('User') or ''
+        found = self._image(ref)
+        return None if found is None else (found.get('Config') or {}).get('User') or ''
 
     def image_files(self, image, paths, labels, limit=1024 * 1024):
         """{path: its text} of small plain files of an image (each at most `limit` bytes; a path the image lacks, or
