@@ -8,18 +8,23 @@ Images come from a registry of this machine standing in for Docker Hub, through 
 from __future__ import absolute_import, division, print_function
 
 import io
+import json
 import os
 import re
 import stat
+import subprocess
+import sys
 
 import pytest
 
-from helpers import wait_for
+from helpers import ansible_env, wait_for
+from sweep import given, look
 from test_pool_docker import REPO, STANDIN_HOST, pool_runner
 from test_pool_docker import TOKEN as POOL_TOKEN
-from test_pool_mirror import HUB_PASSWORD, HUB_USER
+from test_pool_mirror import BUILD_FROM_HUB, HUB_PASSWORD, HUB_USER
 from upstream_registry import Upstream
 
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 TOKEN = POOL_TOKEN          # the token pool_runner passes: the standin fixture serves REPO with this module's TOKEN
 
 # The step, in the job's container: what the externals hold (and that they are read-only), where it runs, the
@@ -36,6 +41,15 @@ STEP = ('echo "externals: $(cat /__e/drover.txt)"; '
 SERVICE = ('busybox:1', 'mkdir -p /w && echo hello-from-db > /w/index.html && exec httpd -f -p 8080 -h /w')
 
 
+class _Hub(str):
+    """The stand-in's URL, with the stand-in itself (`upstream`)."""
+
+    def __new__(cls, url, upstream):
+        made = str.__new__(cls, url)
+        made.upstream = upstream
+        return made
+
+
 @pytest.fixture
 def hub(engine):
     """The Docker Hub stand-in with busybox:1 and the runner image (a docker CLI) as drover-runner:1."""
@@ -43,7 +57,7 @@ def hub(engine):
     try:
         upstream.populate('drover.local/busybox:1', 'library/busybox:1')
         upstream.populate('drover.local/runner:1', 'library/drover-runner:1')
-        yield upstream.serve()
+        yield _Hub(upstream.serve(), upstream)
     finally:
         upstream.close()
 
@@ -160,3 +174,60 @@ def test_a_runner_image_of_a_user_of_its_own_reads_its_config_and_writes_its_cac
     finally:
         run(state='absent', kill_busy=True)
         run(state='absent', purge_caches=True)
+
+
+def test_through_the_role_a_build_a_cache_and_a_container_job(engine, standin, store_path, pool_name, hub, tmp_path):
+    """The documented way: drover.fleet.pools over an inventory whose pool has profile.docker rootless, a slot cache
+    and the mirror (drover_pools_mirror). The first job builds FROM busybox:1 with BuildKit on its fresh slot (the
+    base through the mirror) and writes the cache as the slot's user; the next, a `container:` job, reaches its
+    service by name and the slot engine through the socket; the third reads what the first left in the cache."""
+    inventory = given(tmp_path / 'inventory.json')
+    labels = ['self-hosted', pool_name]
+
+    def write(state='present', mirror=True):
+        host = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
+                'drover_store_path': store_path,
+                'drover_pools_defaults': {'api_url': standin.url, 'token': TOKEN, 'machine_id': 'mid' + pool_name,
+                                          'github_timeout': 60},
+                'drover_pools_mirror': dict(enabled=True, upstream=hub, username=HUB_USER, password=HUB_PASSWORD)
+                if mirror else {'enabled': False},
+                'drover_pools': [{'pool': pool_name, 'repository': REPO, 'labels': labels, 'warm': 0, 'state': state,
+                                  'kill_busy': True, 'purge_caches': state == 'absent', 'profile': {
+                                      'name': 'dind', 'image': 'drover.local/runner:1', 'slots': 1, 'memory': 1024,
+                                      'docker': 'rootless', 'environment': {'DROVER_JOB_SECONDS': '0.1'},
+                                      'caches': [{'name': 'deps', 'path': '/cache', 'scope': 'slot'}]}}]}
+        inventory.write_text(json.dumps({'all': {'hosts': {'localhost': host}}}))
+
+    def play():
+        done = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), 'drover.fleet.pools'], cwd=str(tmp_path),
+                              env=ansible_env(tmp_path), capture_output=True, text=True, timeout=600, check=False)
+        out = done.stdout + done.stderr
+        look(out, 'ansible-playbook output')
+        assert done.returncode == 0, out[-5000:]
+        return out
+
+    def job(name, **queued):
+        standin.queue_job(REPO, labels, name=name, **queued)
+        play()
+        # (the play collected the last job's runner, and started this job's)
+        [box] = engine.containers.list(all=True, filters={'label': ['drover.pool=%s' % pool_name,
+                                                                    'drover.role=runner']})
+        wait_for(lambda: box.reload() or box.status == 'exited', timeout=180)
+        return box.logs().decode('utf-8', 'replace')
+
+    write()
+    try:
+        built = job('build', script=BUILD_FROM_HUB + '; echo "user: $(id -u)"; echo kept-by-build > /cache/kept')
+        assert 'build: built-on-the-hub-s' in built and 'user: 0' not in built, built
+        assert hub.upstream.blob_fetches() >= 1       # (the mirror fetched the base: its first pull)
+        contained = job('ctr', script=STEP, container='drover-runner:1', services={'db': SERVICE})
+        assert 'service: hello-from-db' in contained and 'socket sees: db job ' in contained, contained
+        assert 'externals: read-only' in contained and 'action sees: rootless' in contained, contained
+        read = job('read', script='echo "cache: $(cat /cache/kept)"')
+        assert 'cache: kept-by-build' in read, read
+        assert 'completed with result: Succeeded' in read, read
+    finally:
+        write(state='absent', mirror=False)
+        play()
+    assert engine.containers.list(all=True, filters={'label': 'drover.pool=%s' % pool_name}) == []
+    assert engine.containers.list(all=True, filters={'label': 'drover.role=mirror'}) == []
