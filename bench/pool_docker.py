@@ -15,10 +15,13 @@ image). Two parts, each side by side with its anchor in the same run:
   nothing compresses); the host's pools' mirror in front of it, and two slot engines using it as their
   registry mirror. `first`: slot 1's engine pulls the image (the mirror fetches it upstream); `second`: slot 2's
   engine pulls it (the mirror has it). The anchor: the host's engine pulling it from the registry itself.
+- build: a job's first build, a 3-step Dockerfile on Docker Hub's busybox:1 (the stand-in, through the mirror) with
+  BuildKit: `cold` on a fresh slot engine, `warm` on the same slot after it was emptied as after a job (the Hub's
+  base kept, the build cache gone). The anchor: the host's engine building it on a local base, no build cache.
 
 Reported: medians of --rounds, seconds, and the ratios. Nothing is asserted.
 
-    python bench/pool_docker.py [--rounds 5] [--size 64] [--parts pass,pull]
+    python bench/pool_docker.py [--rounds 5] [--size 64] [--parts pass,pull,build]
 """
 
 from __future__ import absolute_import, division, print_function
@@ -211,17 +214,107 @@ def bench_pull(rounds, size_mib):
     return rows
 
 
+# Debian's docker CLI (docker.io, as in the runner image: its BuildKit builds need no buildx plugin)
+DOCKER_CLI = '/usr/bin/docker'
+# A job's first build: three steps on Docker Hub's busybox:1 (through the mirror), with BuildKit.
+DOCKERFILE = 'FROM %s\nRUN echo one > /one\nRUN echo two > /two\nCOPY three /three\n'
+
+
+def docker_build(host, base, tag, *more):
+    """Seconds of `docker build` (the CLI, BuildKit) of DOCKERFILE on `base` against the engine at `host`."""
+    ctx = tempfile.mkdtemp(prefix='drover-bench-build-')
+    try:
+        with open(os.path.join(ctx, 'Dockerfile'), 'w') as handle:
+            handle.write(DOCKERFILE % base)
+        with open(os.path.join(ctx, 'three'), 'w') as handle:
+            handle.write('three\n')
+        env = dict(os.environ, DOCKER_HOST=host, DOCKER_BUILDKIT='1')
+        argv = [DOCKER_CLI, 'build', '-q', '-t', tag] + list(more) + [ctx]
+        seconds, done = timed(lambda: subprocess.run(argv, env=env, capture_output=True, text=True, check=False))
+        if done.returncode != 0:
+            raise RuntimeError('docker build failed: %s' % done.stderr[-2000:])
+        return seconds
+    finally:
+        shutil.rmtree(ctx, ignore_errors=True)
+
+
+def build_round(engine, client, hub):
+    """(anchor, cold, warm) seconds: the host's engine building on a local base (no build cache); a fresh slot
+    engine's first build (its base through a new mirror); the same slot's build after it was emptied as after a
+    job (the Hub's base kept, the build cache gone)."""
+    client.images.get(HOLDER).tag('drover-bench-base', 'local')
+    try:
+        anchor = docker_build('unix:///var/run/docker.sock', 'drover-bench-base:local', 'drover-bench-made:1',
+                              '--no-cache')
+        client.images.remove('drover-bench-made:1')
+    finally:
+        client.images.remove('drover-bench-base:local')
+    url = hub.serve(auth=False)
+    scope = uuid.uuid4().hex[:8]
+    state = tempfile.mkdtemp(prefix='drover-bench-mirror-')
+    events, warnings = [], []
+    mirror = HostMirror(engine, scope, state, time.time(), events, warnings)
+    pool = 'bench%s' % scope
+    slot = None
+    try:
+        mirror_url = mirror.ensure(mirror_spec({'enabled': True, 'upstream': url}))
+        if not mirror_url:
+            raise RuntimeError('the mirror did not start: %r %r' % (events, warnings))
+        slot = SlotEngine(engine, scope, pool, 0, HOLDER, {'drover.pool': pool, 'drover.slot': '1'}, memory=1024,
+                          mirrors=[mirror_url])
+        slot.ensure()
+        host = 'unix://%s' % slot.socket_link
+        cold = docker_build(host, 'busybox:1', 'made:1')
+        problems = slot.empty()
+        if problems:
+            raise RuntimeError('the slot was not emptied: %s' % problems)
+        warm = docker_build(host, 'busybox:1', 'made:1')
+        return anchor, cold, warm
+    finally:
+        if slot is not None:
+            slot.remove(keep_data=False)
+        mirror.remove(purge=True)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def bench_build(rounds):
+    from upstream_registry import Upstream
+    engine = Engine(None, timeout=300)
+    client = docker.from_env(timeout=300)
+    hub = Upstream(client, gateway(client), 'unused', 'unused')
+    rows = {'anchor': [], 'cold': [], 'warm': []}
+    try:
+        hub.populate(HOLDER, 'library/busybox:1')
+        for dummy in range(rounds):
+            anchor, cold, warm = build_round(engine, client, hub)
+            rows['anchor'].append(anchor)
+            rows['cold'].append(cold)
+            rows['warm'].append(warm)
+    finally:
+        hub.close()
+        engine.close()
+        client.close()
+    anchor, cold, warm = (statistics.median(rows[k]) for k in ('anchor', 'cold', 'warm'))
+    print('build: a 3-step Dockerfile on busybox:1 with BuildKit, %d rounds (medians, seconds)' % rounds)
+    print('  anchor (the host engine, a local base, no build cache) %.3f s' % anchor)
+    print('  cold   (a fresh slot engine, the base through the mirror) %.3f s  %.2fx the anchor' % (cold, cold / anchor))
+    print('  warm   (the same slot after a job: the base kept)     %.3f s  %.2fx the anchor' % (warm, warm / anchor))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--size', type=int, default=64, help='MiB of the pulled image')
-    parser.add_argument('--parts', default='pass,pull')
+    parser.add_argument('--parts', default='pass,pull,build')
     args = parser.parse_args()
     parts = args.parts.split(',')
     if 'pass' in parts:
         bench_pass(args.rounds)
     if 'pull' in parts:
         bench_pull(args.rounds, args.size)
+    if 'build' in parts:
+        bench_build(args.rounds)
 
 
 if __name__ == '__main__':
