@@ -17,6 +17,7 @@ ANSIBLE_COLLECTIONS_PATH=$work/collections "$venv/bin/ansible-galaxy" collection
 installed=$work/collections/ansible_collections/drover/fleet
 test -f "$installed/MANIFEST.json" && test -f "$installed/playbooks/reconcile.yml" && test -f "$installed/playbooks/pools.yml"
 test -f "$installed/extensions/eda/rulebooks/pools_webhook.yml"
+test -f "$installed/LICENSE" || { echo "galaxy: the tarball has no LICENSE" >&2; exit 1; }
 echo "galaxy: built $(basename "$tarball") ($size bytes), installed into $work/collections"
 
 cat > "$work/inventory.yml" <<INV
