@@ -241,7 +241,9 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
     keep_old = [s for s in old_healthy if s not in stopping]
     rec = records[target]
     status = rec['status']
-    done = not old and len(new) == desired and healthy_new == desired and \
+    # (scaled to 0: nothing is to turn healthy, and the pass stops every old instance it saw - done with it; one that
+    # a host fails to stop is seen at the next pass, and the deployment goes on)
+    done = (not old or (desired == 0 and not keep_old)) and len(new) == desired and healthy_new == desired and \
         all(s.revision == target for s in new)
     if rec['status'] == IN_PROGRESS and done:
         mark(rec, status=COMPLETED)

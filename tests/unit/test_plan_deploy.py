@@ -270,3 +270,20 @@ def test_one_line_a_service_for_the_report_and_the_recap(state, short, detail):
 ])
 def test_a_deployment_that_did_not_complete_says_which_revision_failed_and_where_the_service_stands(state, line):
     assert pd.failure_line(dict(VIEW, deployment=state)) == line
+
+
+def test_a_service_scaled_to_0_completes_in_the_pass_that_stops_its_instances():
+    """A declaration of desired_count 0 (a new revision when its task changes too, as a teardown declares it): the
+    pass stops every instance it saw and the deployment is completed there, not `deploying` until the next pass;
+    an instance a host failed to stop, seen at the next pass, is stopped again."""
+    records = completed()
+    step = pd.step(KEY, 0, dep(100, 200), R2, V2, records, steady(2), NOW)
+    assert step.status == pd.COMPLETED and step.count == 0 and not step.keep_old
+    assert sorted((s.index, s.host) for s in step.stop) == [(0, 'h1'), (1, 'h2')]
+    assert [e['event'] for e in step.events] == ['service.deployment.started', 'service.deployment.completed']
+    left = pd.step(KEY, 0, dep(100, 200), R2, V2, step.records, steady(1), NOW)
+    assert left.status == pd.COMPLETED and [s.index for s in left.stop] == [0] and not left.events
+    gone = pd.step(KEY, 0, dep(100, 200), R2, V2, left.records, [], NOW)
+    assert gone.status == pd.COMPLETED and not gone.stop
+    # the same count on the same task (a scale-in, not a new revision) stays completed
+    assert pd.step(KEY, 0, dep(), R1, V1, completed(), steady(2), NOW).status == pd.COMPLETED
