@@ -78,9 +78,10 @@ EXTERNALS_UNUSED_DAYS = 7               # a copy no pass used for this long goes
 # PATH, where the slot's bin folder (root's) comes first. A job container that binds /var/run/docker.sock gets its
 # slot's engine (RootlessKit's /run is a copy whose docker.sock leads to the host's); the runner's externals folder
 # (the runner binds it at /__e in a `container:` job's containers) is there at the path the runner knows, from a
-# copy of the runner image's that is root's and read-only to the slot. Where that path's top folder is not on the
-# host (/runner), the view is a new root: a tmpfs where each entry of / is bound as it is, but the folders on the
-# way to the externals, which are tmpfs copies of their own; the old root stays at /.host.
+# copy of the runner image's that is root's and read-only to the slot. For that, the view is a new root: a tmpfs
+# where each entry of / is bound as it is, but the folders on the way to the externals, which are tmpfs copies of
+# their own (so no folder is made on the host, as /runner or /home/runner would be); the old root stays at /.host
+# where the kernel keeps it there (it is the same filesystem, with the same permissions).
 START_SCRIPT = '''#!/bin/sh
 # drover.fleet: the view of the slot engine of slot %(slot)s, then its dockerd (written by the pools pass).
 set -eu

@@ -91,7 +91,6 @@ def test_a_container_job_runs_in_its_container_reaches_its_service_and_the_slot_
         return pool(mirror=mirror, profile=profile, **kw)
 
     labels = ['self-hosted', pool_name]
-    host_before = set(c.id for c in engine.containers.list(all=True))
     try:
         standin.queue_job(REPO, labels, name='ctr', script=STEP, container='drover-runner:1',
                           services={'db': SERVICE})
@@ -108,10 +107,10 @@ def test_a_container_job_runs_in_its_container_reaches_its_service_and_the_slot_
         assert 'socket sees: db job ' in out, out
         assert 'action sees: rootless' in out, out
         assert 'completed with result: Succeeded' in out, out
-        # nothing of the job on the host's engine: only the pass's own (runner, holder, mirror)
-        made = [c for c in engine.containers.list(all=True) if c.id not in host_before]
-        assert sorted(c.labels.get('drover.role') for c in made) == ['mirror', 'runner', 'slot-holder'], [
-            (c.name, c.labels) for c in made]
+        # nothing of the job on the host's engine (its containers and network carry the runner's label): the
+        # socket the runner and the job's containers used was the slot engine's
+        assert engine.containers.list(all=True, filters={'label': 'drover-standin-job'}) == []
+        assert engine.networks.list(filters={'label': 'drover-standin-job'}) == []
 
         # The externals' copy is root's, nothing in it writable but by root, and it is what the image holds.
         copies = [os.path.join(root, name) for root, dirs, files in os.walk('/var/lib/drover-slots/.externals')
@@ -177,10 +176,11 @@ def test_a_runner_image_of_a_user_of_its_own_reads_its_config_and_writes_its_cac
 
 
 def test_through_the_role_a_build_a_cache_and_a_container_job(engine, standin, store_path, pool_name, hub, tmp_path):
-    """The documented way: drover.fleet.pools over an inventory whose pool has profile.docker rootless, a slot cache
-    and the mirror (drover_pools_mirror). The first job builds FROM busybox:1 with BuildKit on its fresh slot (the
-    base through the mirror) and writes the cache as the slot's user; the next, a `container:` job, reaches its
-    service by name and the slot engine through the socket; the third reads what the first left in the cache."""
+    """The documented way: drover.fleet.pools over an inventory whose pool has profile.docker rootless (2 slots), a
+    slot cache and the mirror (drover_pools_mirror). The first job builds FROM busybox:1 with BuildKit on its fresh
+    slot (the base through the mirror) and writes its cache as the slot's user; while it runs, the second builds on
+    the other fresh slot, and the upstream serves no blob for it; then a `container:` job reaches its service by name
+    and the slot engine through the socket; the last reads what the first jobs left in its slot's cache."""
     inventory = given(tmp_path / 'inventory.json')
     labels = ['self-hosted', pool_name]
 
@@ -193,7 +193,7 @@ def test_through_the_role_a_build_a_cache_and_a_container_job(engine, standin, s
                 if mirror else {'enabled': False},
                 'drover_pools': [{'pool': pool_name, 'repository': REPO, 'labels': labels, 'warm': 0, 'state': state,
                                   'kill_busy': True, 'purge_caches': state == 'absent', 'profile': {
-                                      'name': 'dind', 'image': 'drover.local/runner:1', 'slots': 1, 'memory': 1024,
+                                      'name': 'dind', 'image': 'drover.local/runner:1', 'slots': 2, 'memory': 1024,
                                       'docker': 'rootless', 'environment': {'DROVER_JOB_SECONDS': '0.1'},
                                       'caches': [{'name': 'deps', 'path': '/cache', 'scope': 'slot'}]}}]}
         inventory.write_text(json.dumps({'all': {'hosts': {'localhost': host}}}))
@@ -206,20 +206,40 @@ def test_through_the_role_a_build_a_cache_and_a_container_job(engine, standin, s
         assert done.returncode == 0, out[-5000:]
         return out
 
-    def job(name, **queued):
+    def runners():
+        return dict((c.id, c) for c in engine.containers.list(all=True, filters={'label': [
+            'drover.pool=%s' % pool_name, 'drover.role=runner']}))
+
+    def start(name, **queued):
+        """The job queued and a play run: the runner it started."""
+        before = runners()
         standin.queue_job(REPO, labels, name=name, **queued)
         play()
-        # (the play collected the last job's runner, and started this job's)
-        [box] = engine.containers.list(all=True, filters={'label': ['drover.pool=%s' % pool_name,
-                                                                    'drover.role=runner']})
+        [box] = [c for i, c in runners().items() if i not in before]
+        return box
+
+    def job(name, **queued):
+        box = start(name, **queued)
         wait_for(lambda: box.reload() or box.status == 'exited', timeout=180)
         return box.logs().decode('utf-8', 'replace')
 
     write()
+    keep = '; echo "user: $(id -u)"; echo kept-by-build > /cache/kept'
     try:
-        built = job('build', script=BUILD_FROM_HUB + '; echo "user: $(id -u)"; echo kept-by-build > /cache/kept')
+        first = start('build', script=BUILD_FROM_HUB + keep + '; sleep 15')
+        wait_for(lambda: re.search(r'build: |build failed', first.logs().decode('utf-8', 'replace')), timeout=120)
+        built = first.logs().decode('utf-8', 'replace')
         assert 'build: built-on-the-hub-s' in built and 'user: 0' not in built, built
-        assert hub.upstream.blob_fetches() >= 1       # (the mirror fetched the base: its first pull)
+        fetched = hub.upstream.blob_fetches()
+        assert fetched >= 1                             # (the mirror fetched the base: its first pull)
+        # the other slot, fresh too, while the first runs: its build's base comes from the mirror alone
+        second = start('build2', script=BUILD_FROM_HUB + keep)
+        assert second.labels['drover.slot'] != first.labels['drover.slot'], second.labels
+        wait_for(lambda: second.reload() or second.status == 'exited', timeout=180)
+        again = second.logs().decode('utf-8', 'replace')
+        assert 'build: built-on-the-hub-s' in again, again
+        assert hub.upstream.blob_fetches() == fetched
+        wait_for(lambda: first.reload() or first.status == 'exited', timeout=120)
         contained = job('ctr', script=STEP, container='drover-runner:1', services={'db': SERVICE})
         assert 'service: hello-from-db' in contained and 'socket sees: db job ' in contained, contained
         assert 'externals: read-only' in contained and 'action sees: rootless' in contained, contained
