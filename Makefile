@@ -59,7 +59,11 @@ demo-salt: setup salt-venv
 TEST_SUITES ?= setup leftovers static salt integration faults-ci molecule galaxy sanity
 
 static:
-	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv
+	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv ee
+
+# What an execution environment gets of the collection (ansible-builder introspect and create, offline).
+ee: venv collection
+	VENV=$(VENV) hack/ee-check.sh
 
 # The suites run in a make of their own; then the test registry they start (hack/registry.sh) is stopped,
 # whether they passed or failed, unless it was already running before `make test` (then it is left running).
@@ -79,7 +83,7 @@ test-suites: $(TEST_SUITES)
 setup: venv engine hostdeps images standin-deps collection
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-runtime.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
