@@ -21,6 +21,7 @@ Must not: return, log or hand a host the records key.
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 
@@ -306,7 +307,8 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
     for i, raw in enumerate(raw_hosts):
         try:
             host_specs.append(ps.host_spec(dict(raw.get('capacity') or {}, name=raw.get('name'), up=raw.get('up'),
-                                                attributes=raw.get('attributes')), 'hosts[%d]' % i))
+                                                attributes=raw.get('attributes'), state=raw.get('state')),
+                                           'hosts[%d]' % i))
         except SpecError as exc:
             host_specs.append(ps.Host(raw['name'], 0, 0, 0, {}, False))
             warnings.append('host %s: %s: it takes no instance' % (raw['name'], exc))
@@ -342,7 +344,7 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
                         history.update(histories[key])
                     kept[raw['name']].append(_as_kept(svc, history, index, task.get('revision')))
     placement = dict((h, list(v)) for h, v in kept.items())
-    views, unplaced, events, revisions = [], {}, [], {}
+    views, unplaced, events, revisions, staying = [], {}, [], {}, collections.Counter()
     if complete:
         used = dict((raw['name'], _used(raw, warnings)) for raw in raw_hosts)
         steps, placed_specs, placed_found, reserved, extra, standing = _deploy(specs, by_raw, histories, found, now)
@@ -350,6 +352,7 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
             used[host] = tuple(a + b for a, b in zip(used.get(host, (0, 0, 0)), amounts))
         decided = ps.plan(placed_specs, host_specs, placed_found, used, reserved, standing)
         unplaced = decided.unplaced
+        staying.update(i.host for i in decided.keep)
         for inst in list(decided.keep) + list(decided.start):
             step = steps[inst.service]
             raw = by_raw[inst.service]
@@ -369,7 +372,11 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
     if not complete:
         report.append('this run does not reach every host that declares services: nothing placed, each host keeps '
                       'the instances it runs')
-    report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())] + warnings
+    report += ['%s: down (%s)' % (h, why) for h, why in sorted(down.items())]
+    # (a draining host's instances stop once their replacements run healthy: what is left of them)
+    report += ['%s: draining, %d instance%s of services left'
+               % (h.name, staying[h.name], '' if staying[h.name] == 1 else 's')
+               for h in host_specs if h.draining and h.up and complete] + warnings
     deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, 'rolling_back'))
     placed = set((by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER, svc.name) for svc in specs)
     second = dict((raw['name'], _second_pass(raw, placement[raw['name']], clusters, placed,

@@ -26,6 +26,11 @@ is kept on one host alone and the others stop: nothing runs twice. What runs hea
 what is unhealthy and what is stopped (`standing`), so that a host that returns with a stale copy does not win
 over the healthy replacement; among equals, the first host by name. Where a service has too many, the worst
 standing stops first.
+
+A host set to draining (`drover_host_state: draining`, as ECS's DRAINING container instances and Nomad's node drain)
+takes no new instance; its instances are placed again on the others first (as if lost, within their capacity) and
+each stops only once the service has `desired_count` instances running healthy elsewhere: nothing is stopped before
+its replacement serves. Set active again, it takes instances as any host.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -59,7 +64,10 @@ SERVICE_KEYS = frozenset(SERVICE_OWN + TASK_KEYS)
 Service = collections.namedtuple('Service', ('name', 'desired', 'cpu', 'memory', 'gpus', 'constraints', 'strategy',
                                              'hosts', 'deployment'))
 Service.__new__.__defaults__ = (None, None)
-Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up'))
+# draining: the host takes no new instance, and its instances move to the others (drover_host_state: draining)
+Host = collections.namedtuple('Host', ('name', 'cpu', 'memory', 'gpus', 'attributes', 'up', 'draining'))
+Host.__new__.__defaults__ = (False,)
+HOST_STATES = ('active', 'draining')
 Instance = collections.namedtuple('Instance', ('service', 'index', 'host'))
 Plan = collections.namedtuple('Plan', ('keep', 'start', 'stop', 'lost', 'unplaced'))
 # How an instance found stands, best first (_plan_deploy's states): of two copies of one index, the better is kept.
@@ -130,9 +138,13 @@ def host_spec(raw, where='host'):
     if not isinstance(raw, dict) or not isinstance(raw.get('name'), str) or not raw['name']:
         raise SpecError('%s must be a mapping with a name' % where)
     attributes = dict((str(k), str(v)) for k, v in (raw.get('attributes') or {}).items() if v is not None)
+    state = raw.get('state') or 'active'
+    if state not in HOST_STATES:
+        raise SpecError('%s.state (drover_host_state) must be one of %s, got %r'
+                        % (where, ', '.join(HOST_STATES), state))
     return Host(raw['name'], _whole(raw.get('cpu') or 0, '%s.cpu' % where),
                 _whole(raw.get('memory') or 0, '%s.memory' % where), _whole(raw.get('gpus') or 0, '%s.gpus' % where),
-                attributes, bool(raw.get('up', True)))
+                attributes, bool(raw.get('up', True)), state == 'draining')
 
 
 class _Room:
@@ -236,11 +248,16 @@ def plan(services, hosts, found, used=None, reserved=None, standing=None):
         theirs = sorted((i for i in found if i.service == svc.name),
                         key=lambda i: (i.index, standing.get(i, 0), i.host))
         counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
-        mine, on_host, held = [], collections.Counter(), set()
+        mine, on_host, held, leaving = [], collections.Counter(), set(), []
         for inst in theirs:
             host = by_name.get(inst.host)
             if host is None or not host.up:
                 lost.append(inst)
+                continue
+            if host.draining and inst.index not in held and _allowed(svc, host):
+                leaving.append(inst)                            # replaced elsewhere first (3.)
+                held.add(inst.index)
+                room.take(inst.host, svc)
                 continue
             misplaced = inst.index in held or not _allowed(svc, host) or (_distinct(svc) and on_host[inst.host]) \
                 or room.lacks(inst.host, svc) is not None
@@ -264,9 +281,9 @@ def plan(services, hosts, found, used=None, reserved=None, standing=None):
         keep.extend(mine)
         taken = set(i.index for i in theirs if by_name.get(i.host) is not None and by_name[i.host].up)
         taken |= set((reserved or {}).get(svc.name) or ())
-        state[svc.name] = (mine, on_host, counts, taken)
+        state[svc.name] = (mine, on_host, counts, taken, leaving)
     for svc in ordered:                                         # 2. place what is missing
-        mine, on_host, counts, taken = state[svc.name]
+        mine, on_host, counts, taken, leaving = state[svc.name]
         index = 0
         missing = svc.desired - len(mine)
         # Reachability and membership hold for the whole pass; distinctInstance and capacity change as it places.
@@ -290,6 +307,15 @@ def plan(services, hosts, found, used=None, reserved=None, standing=None):
             for on, counter in counts.items():
                 counter[_group(by_name[chosen], on)] += 1
             missing -= 1
+    for svc in ordered:                                         # 3. what draining hosts run
+        mine, dummy, dummy, dummy, leaving = state[svc.name]
+        # each stays while the instances kept elsewhere that run healthy are fewer than desired: it stops once its
+        # replacement (started in 2., or any other) runs healthy
+        healthy = len([i for i in mine if standing.get(i, 0) == 0])
+        stays = max(0, min(len(leaving), svc.desired - healthy))
+        ranked = sorted(leaving, key=lambda i: (standing.get(i, 0), i.index))
+        keep.extend(ranked[:stays])
+        stop.extend(ranked[stays:])
     return Plan(keep, start, stop, lost, unplaced)
 
 
@@ -301,6 +327,8 @@ def _fixed_refusal(svc, host):
     """Why a host never takes an instance of svc this pass (down, not one of its hosts, memberOf), or None."""
     if not host.up:
         return 'unreachable'
+    if host.draining:
+        return 'draining'
     if svc.hosts is not None and host.name not in svc.hosts:
         return 'does not declare the service'
     return None if _member(svc, host) else 'memberOf'

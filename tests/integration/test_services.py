@@ -254,6 +254,45 @@ def test_a_host_that_returns_with_a_stale_copy_keeps_the_healthy_replacement(eng
     assert where(every=True) == {'sim02': ['web-0']}
 
 
+def test_a_draining_host_s_instances_move_before_they_stop(engine, three, cluster, tmp_path):
+    """drover_host_state: draining on sim01, which runs one of web's 3 instances: the next run starts its replacement
+    on another host and leaves sim01's running; the run after (the replacement runs) stops sim01's; then nothing
+    changes. Set active again, sim01 takes the next instance a scale-out places."""
+    def write(state, desired=3):
+        hosts = dict(('sim%s' % one.name, sim_host(tmp_path, one, cluster, drover_tasks=[], **(
+            {'drover_host_state': state} if one.name == '01' else {}))) for one in three)
+        services = [{'name': 'web', 'cluster': cluster, 'desired_count': desired, 'network_mode': 'none',
+                     'placement_strategy': [{'type': 'spread', 'field': 'instanceId'}],
+                     'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '3600'], 'memory': 16}]}]
+        path = given(tmp_path / 'inventory.json')
+        path.write_text(json.dumps({'all': {'hosts': hosts, 'vars': {'drover_services': services}}}))
+        return str(path)
+
+    def where():
+        return dict((h, n) for h, n in running(three, cluster, every=True).items() if n)
+
+    run(tmp_path, write('active'))
+    before = where()
+    assert sorted(len(n) for n in before.values()) == [1, 1, 1], before
+    [draining_one] = before['sim01']
+    recap, out = run(tmp_path, write('draining'))
+    moving = where()
+    assert moving['sim01'] == [draining_one], (moving, out[-3000:])         # still running: not yet replaced
+    assert len(instances(moving)) == 4 and 'sim01: draining, 1 instance of services left' in out, out[-3000:]
+    recap, out = run(tmp_path, write('draining'))
+    moved = where()
+    assert 'sim01' not in moved and len(instances(moved)) == 3, moved        # its replacement runs: it stopped
+    assert 'sim01: draining, 0 instances of services left' in out, out[-3000:]
+    recap, out = run(tmp_path, write('draining'))
+    assert all(recap[h][1] == 0 for h in recap) and where() == moved, out[-3000:]
+    # a bad state is refused by the role's check, naming the variable, and nothing changes
+    recap, out = run(tmp_path, write('drained'), ok=False)
+    assert 'drover_host_state' in out and where() == moved, out[-3000:]
+    # active again: the scale-out's instance goes to sim01 (spread by instance)
+    run(tmp_path, write('active', desired=4))
+    assert len(where().get('sim01', [])) == 1 and len(instances(where())) == 4, where()
+
+
 def test_a_hosts_changed_settings_reach_the_instances_it_runs(engine, three, cluster, tmp_path):
     """drover.fleet.converge's first tasks pass leaves the services' instances as they run: one that its host's
     settings now make otherwise (drover_log_driver_map) is started anew by a second pass on that host alone, and

@@ -394,3 +394,45 @@ def test_a_host_that_returns_with_a_stale_copy_does_not_win_over_the_healthy_rep
     assert (fewer.keep, fewer.stop) == ([two[1]], [two[0]])
     fewer = ps.plan([web(desired=1)], fleet(), two, standing={two[1]: ps.STANDING['stopped']})
     assert (fewer.keep, fewer.stop) == ([two[0]], [two[1]])
+
+
+def test_a_draining_host_s_instances_move_and_stop_only_once_their_replacements_run_healthy():
+    svc = web(desired=3, placement_strategy=[{'type': 'spread', 'field': 'instanceId'}])
+    hosts = fleet()[:3]                                                   # h1, h2, h3
+    running = after(ps.plan([svc], hosts, []))
+    assert sorted(i.host for i in running) == ['h1', 'h2', 'h3']
+    draining = [h._replace(draining=True) if h.name == 'h1' else h for h in hosts]
+    # 1. the replacement starts elsewhere; h1's instance keeps running (2 healthy elsewhere, 3 wanted)
+    moved = ps.plan([svc], draining, running)
+    [new] = moved.start
+    assert new.host != 'h1' and new.index == 3 and not moved.stop
+    assert sorted(i.host for i in moved.keep) == ['h1', 'h2', 'h3']
+    # 2. the replacement is not healthy yet: h1's still runs
+    now = running + [new]
+    waiting = ps.plan([svc], draining, now, standing={new: ps.STANDING['pending']})
+    assert not waiting.start and not waiting.stop
+    # 3. it runs healthy: h1's stops, nothing starts
+    done = ps.plan([svc], draining, now)
+    assert [i.host for i in done.stop] == ['h1'] and not done.start and len(done.keep) == 3
+    # a draining host takes nothing new, and says why
+    more = ps.plan([web(desired=9, placement_strategy=[], placement_constraints=[{'type': 'distinctInstance'}])],
+                   draining, [])
+    assert more.unplaced['web']['reasons']['h1'] == 'draining' and 'h1' not in [i.host for i in more.start]
+    # back to active, it takes instances again
+    assert 'h1' in [i.host for i in ps.plan([web(desired=6, placement_strategy=[
+        {'type': 'spread', 'field': 'instanceId'}])], hosts, after(done)).start]
+
+
+def test_with_no_room_elsewhere_a_draining_host_keeps_its_instances():
+    svc = web(desired=2, memory=2048, placement_strategy=[])
+    hosts = [ps.host_spec({'name': n, 'cpu': 4096, 'memory': 2048, 'state': 'draining' if n == 'h1' else 'active'})
+             for n in ('h1', 'h2')]
+    found = [ps.Instance('web', 0, 'h1'), ps.Instance('web', 1, 'h2')]
+    stuck = ps.plan([svc], hosts, found)
+    assert sorted(stuck.keep) == sorted(found) and not stuck.stop and stuck.unplaced['web']['count'] == 1
+
+
+def test_a_host_state_other_than_active_or_draining_is_refused_by_name():
+    with pytest.raises(SpecError) as exc:
+        ps.host_spec({'name': 'h1', 'state': 'drained'}, 'hosts[0]')
+    assert str(exc.value) == "hosts[0].state (drover_host_state) must be one of active, draining, got 'drained'"
