@@ -33,7 +33,8 @@ from ansible_collections.drover.fleet.plugins.module_utils import _metrics
 from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import CacheError, PoolCaches, cache_views
 from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
-    HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, runner_externals, subid_floor_option)
+    HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, subid_floor_option)
+from ansible_collections.drover.fleet.plugins.module_utils._runner_image import RunnerImageError, runner_externals
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -173,11 +174,16 @@ class PoolPass:
 
     # --- slot engines (profile.docker) --------------------------------------------------------------
 
+    def _labels(self, **more):
+        """The labels of what the pass makes for this pool (its store's too), with `more`."""
+        labels = dict({'drover.pool': self.spec.pool}, **more)
+        if self.scope:
+            labels[STORE_LABEL] = self.scope
+        return labels
+
     def slot_engine(self, idx):
         if idx not in self.slot_engines:
-            labels = {'drover.pool': self.spec.pool, 'drover.slot': str(idx + 1)}
-            if self.scope:
-                labels[STORE_LABEL] = self.scope
+            labels = self._labels(**{'drover.slot': str(idx + 1)})
             profile = self.spec.profile
             self.slot_engines[idx] = SlotEngine(self.engine, self.scope, self.spec.pool, idx, HOLDER_IMAGE, labels,
                                                 cpus=profile.cpus if profile else None,
@@ -198,10 +204,8 @@ class PoolPass:
             name, dummy, group = user.partition(':')
             files = {}
             if name not in ('', 'root', '0') and not (name.isdigit() and group.isdigit()):
-                labels = {'drover.pool': self.spec.pool, 'drover.role': 'image-user'}
-                if self.scope:
-                    labels[STORE_LABEL] = self.scope
-                files = self.engine.image_files(image, ('/etc/passwd', '/etc/group'), labels)
+                files = self.engine.image_files(image, ('/etc/passwd', '/etc/group'),
+                                                self._labels(**{'drover.role': 'image-user'}))
             try:
                 self.image_ids = plan_mod.image_ids(user, files.get('/etc/passwd'), files.get('/etc/group'))
             except ValueError as exc:
@@ -211,12 +215,9 @@ class PoolPass:
     def _externals(self):
         """The runner image's externals for the slot engines (runner_externals), or None; a copy that cannot be
         made is a warning (the runners start: only `container:` jobs lack it)."""
-        labels = {'drover.pool': self.spec.pool}
-        if self.scope:
-            labels[STORE_LABEL] = self.scope
         try:
-            return runner_externals(self.engine, self.spec.profile.image, labels, self.now)
-        except SlotEngineError as exc:
+            return runner_externals(self.engine, self.spec.profile.image, self._labels(), self.now)
+        except RunnerImageError as exc:
             self.warnings.append('pool %s: %s; its `container:` jobs will not find them' % (self.spec.pool, exc))
             return None
 
@@ -378,12 +379,10 @@ class PoolPass:
         if denied:
             return not_kept('its filesystem holds a runner\'s credentials or JIT config: %s' % ', '.join(denied[:5]))
         repository, tag = plan_mod.record_ref(self.spec.pool, name, occ['container_id'])
-        labels = {plan_mod.RECORD_LABEL: 'true', 'drover.role': 'record', 'drover.pool': self.spec.pool,
-                  'drover.repository': owner_of(self.spec), 'drover.runner': name, 'drover.job': read['job'] or '',
-                  'drover.result': read['result'], 'drover.slot': '', 'drover.runner-id': '',
-                  'drover.output': '%s.log' % tag}
-        if self.scope:
-            labels[STORE_LABEL] = self.scope
+        labels = self._labels(**{plan_mod.RECORD_LABEL: 'true', 'drover.role': 'record',
+                                 'drover.repository': owner_of(self.spec), 'drover.runner': name,
+                                 'drover.job': read['job'] or '', 'drover.result': read['result'], 'drover.slot': '',
+                                 'drover.runner-id': '', 'drover.output': '%s.log' % tag})
         try:
             self.engine.commit(occ['container_id'], repository, tag, labels)
         except EngineError as exc:
@@ -405,10 +404,8 @@ class PoolPass:
 
     def records(self):
         """This pool's records on the engine (of this store), oldest first."""
-        labels = {plan_mod.RECORD_LABEL: 'true', 'drover.pool': self.spec.pool}
-        if self.scope:
-            labels[STORE_LABEL] = self.scope
-        return sorted(self.engine.images_labelled(labels), key=plan_mod.record_order)
+        return sorted(self.engine.images_labelled(self._labels(**{plan_mod.RECORD_LABEL: 'true'})),
+                      key=plan_mod.record_order)
 
     def prune_records(self):
         """Drop the records beyond the profile's `keep` or older than its `max_age`, and all of a pool declared

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import io
 import tarfile
 import traceback
@@ -247,32 +248,40 @@ class Engine:
         found = self._image(ref)
         return None if found is None else (found.get('Config') or {}).get('User') or ''
 
+    @contextlib.contextmanager
+    def unstarted(self, image, labels):
+        """A container made from `image` and never started (what is copied out of an image comes through one),
+        removed afterwards."""
+        box = self.create(None, image, labels, entrypoint=['/'], command=[], network_mode='none')
+        try:
+            yield box
+        finally:
+            self.remove(box)
+
     def image_files(self, image, paths, labels, limit=1024 * 1024):
         """{path: its text} of small plain files of an image (each at most `limit` bytes; a path the image lacks, or
         that is not a plain file, is left out), read from a container made from it and never started."""
-        out = {}
-        box = self.create(None, image, labels, entrypoint=['/'], command=[], network_mode='none')
+        out, most = {}, limit + 64 * 1024           # (an archive of one file: the file and its headers)
         try:
-            for path in paths:
-                stream = self.archive(box, path)
-                if stream is None:
-                    continue
-                raw = bytearray()
-                for chunk in stream:
-                    raw += chunk
-                    if len(raw) > limit + 64 * 1024:
-                        break           # (a file past the limit is left out: its archive is not read whole)
-                getattr(stream, 'close', lambda: None)()
-                if len(raw) > limit + 64 * 1024:
-                    continue
-                with tarfile.open(fileobj=io.BytesIO(bytes(raw)), mode='r:') as tar:
-                    member = tar.next()
-                    if member is not None and member.isreg() and member.size <= limit:
-                        out[path] = tar.extractfile(member).read().decode('utf-8', 'replace')
+            with self.unstarted(image, labels) as box:
+                for path in paths:
+                    stream = self.archive(box, path)
+                    if stream is None:
+                        continue
+                    raw = bytearray()
+                    for chunk in stream:
+                        raw += chunk
+                        if len(raw) > most:
+                            break       # (a file past the limit is left out: its archive is not read whole)
+                    getattr(stream, 'close', lambda: None)()
+                    if len(raw) > most:
+                        continue
+                    with tarfile.open(fileobj=io.BytesIO(bytes(raw)), mode='r:') as tar:
+                        member = tar.next()
+                        if member is not None and member.isreg() and member.size <= limit:
+                            out[path] = tar.extractfile(member).read().decode('utf-8', 'replace')
         except tarfile.TarError as exc:
             raise EngineError('read %s of %s: %s' % (', '.join(paths), image, exc))
-        finally:
-            self.remove(box)
         return out
 
     def archive(self, container_id, path):

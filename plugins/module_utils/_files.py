@@ -89,6 +89,21 @@ def ensure_dir(path, mode=0o700):
     return check_dir(path)
 
 
+def own_dir(path, uid, gid, mode=None):
+    """A directory's owner (and `mode`) set through its own descriptor, never through a link: a link at `path` is an
+    OSError (ELOOP). Returns its stat from before."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0))
+    try:
+        had = os.fstat(fd)
+        if (had.st_uid, had.st_gid) != (uid, gid):
+            os.fchown(fd, uid, gid)
+        if mode is not None and stat.S_IMODE(had.st_mode) != mode:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    return had
+
+
 def refuse_link(path):
     """Refuse `path` when it is there and is not a regular file (a symbolic link above all)."""
     try:

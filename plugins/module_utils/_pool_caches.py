@@ -293,10 +293,4 @@ def _own_root(mountpoint, owner):
     """A volume's root directory given to `owner` ((uid, gid)), through its own descriptor (never a link)."""
     if not mountpoint:
         raise CacheError('its volume has no mount point on the host')
-    fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0))
-    try:
-        info = os.fstat(fd)
-        if (info.st_uid, info.st_gid) != tuple(owner):
-            os.fchown(fd, owner[0], owner[1])
-    finally:
-        os.close(fd)
+    _files.own_dir(mountpoint, owner[0], owner[1])

@@ -34,7 +34,6 @@ __metaclass__ = type
 import hashlib
 import json
 import os
-import posixpath
 import shlex
 import shutil
 import signal
@@ -42,7 +41,6 @@ import socket
 import stat
 import struct
 import subprocess
-import tarfile
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils import _files
@@ -71,8 +69,6 @@ STOP_WAIT = 20                          # seconds an engine has to stop on SIGTE
 SWEEP_WAIT = 5                          # seconds the slot user's processes have to go once killed
 ROOT_FILE_MAX = 64 * 1024               # the most root reads of a file of its own in a slot's directory
 KEPT_REPOSITORY = 'drover-kept'         # the one name an image pulled from Docker Hub keeps between jobs
-EXTERNALS_ROOT = os.path.join(SLOTS_ROOT, '.externals')   # root's copies of runner images' externals, by image ID
-EXTERNALS_UNUSED_DAYS = 7               # a copy no pass used for this long goes (an image the pools left)
 # The slot engine's own view of the filesystem, made in RootlessKit's mount namespace (the slot user mapped to
 # root there, nothing of it seen on the host) just before dockerd starts: dockerd-rootless.sh runs `dockerd` from
 # PATH, where the slot's bin folder (root's) comes first. A job container that binds /var/run/docker.sock gets its
@@ -684,100 +680,6 @@ class SlotEngine:
         return ['%s:%s' % (self.socket_link, SOCKET_IN_RUNNER), '%s:%s' % (self.work, self.work)]
 
 
-def runner_externals(engine, image, labels, now=None):
-    """(where the runner's externals folder is in the runner image `image`, the host's copy of it), or None where the
-    image has none. The runner's folder is the image's working directory (the runner image contract, docs/
-    gh_runner_slot.md); its externals are copied out of the image once per image ID, under EXTERNALS_ROOT: every file
-    root's, no file group- or world-writable, nothing that is not a plain file, folder or link inside the copy
-    (Python's tarfile data filter), so that a slot's user reads it and can change nothing in it. A copy no pass has
-    used for EXTERNALS_UNUSED_DAYS goes. Raises SlotEngineError (an image whose externals cannot be copied)."""
-    found = engine.image_workdir(image)
-    if found is None or not found[1].startswith('/'):
-        return None
-    image_id, workdir = found
-    at = posixpath.normpath(posixpath.join(workdir, 'externals'))
-    if at == '/externals' or not hasattr(tarfile, 'data_filter'):
-        return None             # (a runner at / would have the engine's whole root copied; Python < 3.8.17: no filter)
-    try:
-        if not os.path.isdir(EXTERNALS_ROOT):
-            os.makedirs(EXTERNALS_ROOT, 0o711)
-        os.chmod(os.path.dirname(EXTERNALS_ROOT), 0o711)
-        os.chmod(EXTERNALS_ROOT, 0o711)
-        dest = os.path.join(EXTERNALS_ROOT, image_id.split(':')[-1][:32])
-        if not os.path.isdir(dest):
-            _copy_externals(engine, image, at, dest, labels)
-        os.utime(dest, (now, now) if now is not None else None)
-        _forget_externals(dest, now if now is not None else time.time())
-    except (OSError, tarfile.TarError, EngineError) as exc:
-        raise SlotEngineError('the externals of runner image %s (%s): %s' % (image, at, exc))
-    copy = os.path.join(dest, 'externals')
-    return (at, copy) if os.path.isdir(copy) else None
-
-
-def _copy_externals(engine, image, at, dest, labels):
-    """The image's `at` copied to dest/externals (dest made whole: nothing half copied is ever used); dest empty
-    where the image has no such folder."""
-    tmp = '%s.%d.tmp' % (dest, os.getpid())
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.mkdir(tmp, 0o700)
-    try:
-        box = engine.create(None, image, dict(labels, **{'drover.role': 'externals-copy'}), entrypoint=['/'],
-                            command=[], network_mode='none')
-        try:
-            stream = engine.archive(box, at)
-            if stream is not None:
-                with tarfile.open(fileobj=_Chunks(stream), mode='r|') as tar:
-                    tar.extractall(tmp, filter=_root_owned)
-        finally:
-            engine.remove(box)
-        os.chmod(tmp, 0o755)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _root_owned(member, path):
-    """A member of a runner image's externals as it may be written: tarfile's data filter (inside the copy, no
-    device, no setuid, nothing group- or world-writable), then root's."""
-    member = tarfile.data_filter(member, path)
-    return member.replace(uid=0, gid=0, uname='root', gname='root', deep=False)
-
-
-def _forget_externals(used, now):
-    """The copies of other images' externals that no pass used for EXTERNALS_UNUSED_DAYS, removed."""
-    for name in os.listdir(EXTERNALS_ROOT):
-        path = os.path.join(EXTERNALS_ROOT, name)
-        try:
-            if path != used and now - os.lstat(path).st_mtime > EXTERNALS_UNUSED_DAYS * 86400:
-                shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            pass
-
-
-class _Chunks:
-    """A file to read from an iterator of byte chunks (the engine's archive stream)."""
-
-    def __init__(self, chunks):
-        self.chunks, self.chunk, self.at = iter(chunks), b'', 0
-
-    def read(self, size=-1):
-        parts, want = [], size
-        while want != 0:
-            if self.at >= len(self.chunk):
-                try:
-                    self.chunk, self.at = next(self.chunks), 0
-                except StopIteration:
-                    break
-                continue
-            end = len(self.chunk) if want < 0 else min(len(self.chunk), self.at + want)
-            parts.append(self.chunk[self.at:end])
-            if want > 0:
-                want -= end - self.at
-            self.at = end
-        return b''.join(parts)
-
-
 def kept_image(image, keep_pulled=True):
     """The one name under which an image of a slot engine stays after a job (`drover-kept:<its ID>`), or None when
     it goes: only an image pulled from Docker Hub (a digest of a Hub name: what the pools' mirror serves) stays,
@@ -917,15 +819,7 @@ def _own_dir(path, uid, gid, mode):
         info = None
     if info is None:
         os.mkdir(path, 0o700)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0))
-    try:
-        had = os.fstat(fd)
-        if (had.st_uid, had.st_gid) != (uid, gid):
-            os.fchown(fd, uid, gid)
-        if stat.S_IMODE(had.st_mode) != mode:
-            os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+    had = _files.own_dir(path, uid, gid, mode)
     return -1 if info is None else had.st_uid
 
 
