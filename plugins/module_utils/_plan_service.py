@@ -245,8 +245,10 @@ def plan(services, hosts, found, used=None, reserved=None, standing=None):
     ordered = sorted(services, key=lambda s: s.name)
     state = {}
     for svc in ordered:                                         # 1. keep what runs where it may
+        # of two copies of one index, one on a host that stays before one on a draining host, then the better standing
         theirs = sorted((i for i in found if i.service == svc.name),
-                        key=lambda i: (i.index, standing.get(i, 0), i.host))
+                        key=lambda i: (i.index, getattr(by_name.get(i.host), 'draining', False), standing.get(i, 0),
+                                       i.host))
         counts = dict((on, collections.Counter()) for kind, on in svc.strategy if kind == 'spread')
         mine, on_host, held, leaving = [], collections.Counter(), set(), []
         for inst in theirs:
@@ -311,7 +313,7 @@ def plan(services, hosts, found, used=None, reserved=None, standing=None):
         mine, dummy, dummy, dummy, leaving = state[svc.name]
         # each stays while the instances kept elsewhere that run healthy are fewer than desired: it stops once its
         # replacement (started in 2., or any other) runs healthy
-        healthy = len([i for i in mine if standing.get(i, 0) == 0])
+        healthy = len([i for i in mine if standing.get(i, 0) == STANDING[_plan_deploy.HEALTHY]])
         stays = max(0, min(len(leaving), svc.desired - healthy))
         ranked = sorted(leaving, key=lambda i: (standing.get(i, 0), i.index))
         keep.extend(ranked[:stays])

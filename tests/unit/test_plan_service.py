@@ -436,3 +436,13 @@ def test_a_host_state_other_than_active_or_draining_is_refused_by_name():
     with pytest.raises(SpecError) as exc:
         ps.host_spec({'name': 'h1', 'state': 'drained'}, 'hosts[0]')
     assert str(exc.value) == "hosts[0].state (drover_host_state) must be one of active, draining, got 'drained'"
+
+
+def test_of_two_copies_of_an_instance_the_one_on_a_draining_host_goes():
+    """A host that returns while another is draining may hold a copy of the draining host's instance: the copy on
+    the host that stays is kept, the draining host's stops, and nothing new starts."""
+    svc = web(desired=1, placement_strategy=[])
+    hosts = [h._replace(draining=True) if h.name == 'h1' else h for h in fleet()]
+    draining, staying = ps.Instance('web', 0, 'h1'), ps.Instance('web', 0, 'h4')
+    done = ps.plan([svc], hosts, [draining, staying])
+    assert (done.keep, done.stop, done.start) == ([staying], [draining], [])
