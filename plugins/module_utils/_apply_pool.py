@@ -7,7 +7,8 @@ list runners (delete this host's orphan registrations) -> list queued jobs -> pl
 Owns: reading slot occupancy back from the engine's labels, releasing ended runners (inspect, log,
 remove, deregister), orphan cleanup, idle stop versus kill, starting JIT runners with their config as a
 root-only file, and persisting holds, streaks and slots; what a runner gets from the host besides (its pinned
-GPUs from the host's ledger, its caches through _pool_caches, its slot's engine through _slot_engine). Check mode reads (engine and GitHub listings)
+GPUs from the host's ledger, its caches through _pool_caches, its slot's engine through _slot_engine, what its
+image gives through _runner_image). Check mode reads (engine and GitHub listings)
 and plans; it sends no POST or DELETE, creates or removes no container and writes no store row.
 Must not: decide (the decider does) or talk to Docker or GitHub other than through their adapters.
 """
@@ -34,7 +35,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._pool_caches import C
 from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import (
     HOLDER_ROLE as SLOT_HOLDER_ROLE, SUBID_FLOOR, SlotEngine, SlotEngineError, subid_floor_option)
-from ansible_collections.drover.fleet.plugins.module_utils._runner_image import RunnerImageError, runner_externals
+from ansible_collections.drover.fleet.plugins.module_utils._runner_image import (
+    RunnerImageError, image_owner, runner_externals)
 from ansible_collections.drover.fleet.plugins.module_utils._host import (
     RUNNER_ROLE, STORE_LABEL, TaskFailure, held_pool_owners, open_host, scoped, store_scope)
 from ansible_collections.drover.fleet.plugins.module_utils._plan_task import iso
@@ -199,17 +201,8 @@ class PoolPass:
         if self.spec.profile.docker == 'rootless':
             return self.slot_engine(idx).ids
         if self.image_ids is False:
-            image = self.spec.profile.image
-            user = self.engine.image_user(image) or ''
-            name, dummy, group = user.partition(':')
-            files = {}
-            if name not in ('', 'root', '0') and not (name.isdigit() and group.isdigit()):
-                files = self.engine.image_files(image, ('/etc/passwd', '/etc/group'),
-                                                self._labels(**{'drover.role': 'image-user'}))
-            try:
-                self.image_ids = plan_mod.image_ids(user, files.get('/etc/passwd'), files.get('/etc/group'))
-            except ValueError as exc:
-                raise EngineError('runner image %s: %s' % (image, exc))
+            self.image_ids = image_owner(self.engine, self.spec.profile.image,
+                                         self._labels(**{'drover.role': 'image-user'}))
         return self.image_ids
 
     def _externals(self):

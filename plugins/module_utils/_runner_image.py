@@ -1,15 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a runner image gives the slot engines of its pool (profile.docker rootless): its externals folder.
+"""What a runner image gives its pool's pass: the user its runner runs as, and (profile.docker rootless) its externals
+folder for the slot engines.
 
 The runner binds its externals folder (node and the tools, at `<the image's working directory>/externals`) read-only
 at /__e in a `container:` job's containers; the slot engine resolves that path on the host (_slot_engine's view of
 the filesystem binds this module's copy there).
 
-Owns: the copies of runner images' externals under EXTERNALS_ROOT, one per image ID, made whole or not at all (a
-temporary folder renamed), every file root's and none writable by others, through tarfile's data filter; forgetting
-copies no pass used for EXTERNALS_UNUSED_DAYS. Must not: start anything from the image (its files come through a
+Owns: the image's user as (uid, gid) (_plan_pool.image_ids resolves it from the image's own /etc/passwd and
+/etc/group, read here); the copies of runner images' externals under EXTERNALS_ROOT, one per image ID, made whole or
+not at all (a temporary folder renamed), every file root's and none writable by others, through tarfile's data
+filter; forgetting copies no pass used for EXTERNALS_UNUSED_DAYS. Must not: start anything from the image (its files come through a
 container made from it and never started), or write outside a copy.
 """
 
@@ -24,6 +26,7 @@ import tarfile
 import time
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import EngineError
+from ansible_collections.drover.fleet.plugins.module_utils._plan_pool import image_ids
 from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import SLOTS_ROOT
 
 EXTERNALS_ROOT = os.path.join(SLOTS_ROOT, '.externals')   # root's copies of runner images' externals, by image ID
@@ -32,6 +35,21 @@ EXTERNALS_UNUSED_DAYS = 7               # a copy no pass used for this long goes
 
 class RunnerImageError(Exception):
     """What a runner image gives cannot be had."""
+
+
+def image_owner(engine, image, labels):
+    """The (uid, gid) the image's containers run as, or None for root: its USER, a name or a lone uid resolved through
+    the image's own /etc/passwd and /etc/group (read from a container made from it and never started, labelled
+    `labels`). Raises EngineError (a user or group the image lacks is named)."""
+    user = engine.image_user(image) or ''
+    name, dummy, group = user.partition(':')
+    files = {}
+    if name not in ('', 'root', '0') and not (name.isdigit() and group.isdigit()):
+        files = engine.image_files(image, ('/etc/passwd', '/etc/group'), labels)
+    try:
+        return image_ids(user, files.get('/etc/passwd'), files.get('/etc/group'))
+    except ValueError as exc:
+        raise EngineError('runner image %s: %s' % (image, exc))
 
 
 def runner_externals(engine, image, labels, now=None):
