@@ -118,7 +118,7 @@ SDK_PREFIX = 'bench-sdk-'
 # the host end carries the ENI's MAC, the peer is the VPC's gateway in a namespace of its own).
 VPC_CLUSTER = 'benchnet'
 VPC_TASK = 'drvbench-vpc'
-# What ecs_task names the task's netns (module_utils/_netns_spec.netns_name: the start of the task's name and a
+# What ecs_task names the task's netns (module_utils/network/spec.netns_name: the start of the task's name and a
 # digest of cluster and task).
 VPC_NETNS = 'drover-%s-%s' % (VPC_TASK[:24], hashlib.sha1(('%s/%s' % (VPC_CLUSTER, VPC_TASK)).encode()).hexdigest()[:10])
 VPC_CRED_IF = 'dv' + hashlib.sha1(VPC_NETNS.encode()).hexdigest()[:10]   # ecs_task's host side of the link

@@ -74,8 +74,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     sys.path.insert(0, os.path.join(ROOT, 'collection', 'dev'))
-    from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
-    from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+    from ansible_collections.drover.fleet.plugins.module_utils.network import credtoken
+    from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
     from moto.server import ThreadedMotoServer
 
     work = tempfile.mkdtemp(prefix='drover-bench-creds.')

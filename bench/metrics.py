@@ -8,7 +8,7 @@ each, 500 runners each started and ended, holds, GitHub errors: about 12,000 eve
 work a pass with `metrics_path` does on top of one without: the GitHub counters of each pool (20 increments),
 reading every counter, the gauges of 10 pools, the text, and the file written whole (flushed and renamed).
 Side by side in the same run, the anchor: the same store's pass-end writes that every pass makes anyway (each
-pool's row and slots saved, as _apply_pool's save does). Reported: medians of `--rounds` in milliseconds, and
+pool's row and slots saved, as pools.apply's save does). Reported: medians of `--rounds` in milliseconds, and
 their ratio. Nothing is asserted; the target (issue: metrics) is under 10 ms.
 
     python bench/metrics.py [--rounds 200]
@@ -27,8 +27,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'collection', 'dev'))
 
-from ansible_collections.drover.fleet.plugins.module_utils import _metrics  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils._store import Store  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.host import metrics as _metrics  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store  # noqa: E402
 
 POOLS = 10
 SLOTS = 4

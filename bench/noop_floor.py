@@ -13,7 +13,11 @@ Three playbooks of the same shape (one task on localhost), run side by side, the
 Reported: the median of each and the ratios ecs_noop/ping, floor/ping and ecs_noop/floor, with what the
 no-op costs above the floor. Nothing is asserted. The N tasks are converged once first and purged at the end.
 
-    python bench/noop_floor.py [--rounds 7]
+With `--against DIR` (a folder that holds ansible_collections/drover/fleet: another version of the collection,
+e.g. a `git worktree` of an earlier commit), the same no-op of that version runs in the same rotation
+(`ecs_against`), and the ratio ecs_noop/ecs_against says what a change cost.
+
+    python bench/noop_floor.py [--rounds 7] [--against DIR]
 """
 
 from __future__ import absolute_import, division, print_function
@@ -49,6 +53,7 @@ if __name__ == '__main__':
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rounds', type=int, default=7)
+    parser.add_argument('--against', metavar='DIR', help='another version of the collection to run beside')
     args = parser.parse_args(argv)
     os.makedirs(bench.LOGS, exist_ok=True)
     bench.write_playbooks()
@@ -60,20 +65,31 @@ def main(argv=None):
         {'name': 'List the cluster', 'drover_floor': {'label': 'drover.cluster=%s' % bench.CLUSTER}}])})
     runner = bench.Runner()
     books = (('ping', 'ping.yml'), ('floor', 'floor.yml'), ('ecs_noop', 'ecs_converge.yml'))
+    paths = {}
+    if args.against:
+        books += (('ecs_against', 'ecs_converge.yml'),)
+        paths['ecs_against'] = os.path.abspath(args.against)
     samples = dict((name, []) for name, dummy in books)
+    own = bench.COLLECTIONS_PATH
     runner.playbook('cold', 'project', 'ecs_converge.yml')
     try:
         for n in range(args.rounds + 1):
-            order = books[n % 3:] + books[:n % 3]
+            order = books[n % len(books):] + books[:n % len(books)]
             for name, book in order:
-                seconds = runner.playbook('%s-%d' % (name, n), 'project', book, changed=False)
+                bench.COLLECTIONS_PATH = paths.get(name, own)
+                try:
+                    seconds = runner.playbook('%s-%d' % (name, n), 'project', book, changed=False)
+                finally:
+                    bench.COLLECTIONS_PATH = own
                 if n:                       # round 0 warms the caches, left out
                     samples[name].append(seconds)
     finally:
         runner.playbook('purge', 'project', 'ecs_purge.yml')
     med = dict((k, statistics.median(v)) for k, v in samples.items())
-    print('medians of %d rounds (s): ping %.3f, floor %.3f, ecs_noop %.3f' % (
-        args.rounds, med['ping'], med['floor'], med['ecs_noop']))
+    print('medians of %d rounds (s): %s' % (args.rounds, ', '.join('%s %.3f' % (k, med[k]) for k, dummy in books)))
+    if args.against:
+        print('ecs_noop/ecs_against %.3f (%s against %s)' % (med['ecs_noop'] / med['ecs_against'], own,
+                                                              args.against))
     ratios = (med['ecs_noop'] / med['ping'], med['floor'] / med['ping'], med['ecs_noop'] / med['floor'],
               med['ecs_noop'] - med['floor'], med['floor'] - med['ping'])
     print('ecs_noop/ping %.2f, floor/ping %.2f, ecs_noop/floor %.2f; above the floor: %.3f s, '

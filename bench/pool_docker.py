@@ -7,7 +7,7 @@ On the real engine, as root, with what the host role's drover_host_slot_engines 
 image). Two parts, each side by side with its anchor in the same run:
 
 - pass: one pool of 2 slots, warm 2, the test runner image, against the GitHub stand-in
-  (tests/fixtures/github_standin), converged in this process as the module does (_apply_pool.converge):
+  (tests/fixtures/github_standin), converged in this process as the module does (pools.apply.converge):
   `start`, the pass that registers and starts both runners on a host where the pool has nothing (with rootless:
   each slot's user, directory, holder, cgroup and engine, cold); `noop`, the next pass (both idle: nothing to
   do); then the pool is drained with its slot engines' data. The anchor: the same pool with docker none.
@@ -44,10 +44,10 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 
 import docker  # noqa: E402
 
-from ansible_collections.drover.fleet.plugins.module_utils import _apply_pool  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.pools import apply as _apply_pool  # noqa: E402
 from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils._pool_mirror import HostMirror, mirror_spec  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import SlotEngine  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.pools.mirror import HostMirror, mirror_spec  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.pools.slot_engine import SlotEngine  # noqa: E402
 
 HOLDER = 'drover.local/busybox:1'
 RUNNER_IMAGE = 'drover.local/runner:1'

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""bench: placing services on the controller (_plan_service.plan), on synthetic facts.
+"""bench: placing services on the controller (services.plan.plan), on synthetic facts.
 
 --hosts hosts in 4 zones (16 cores, 64 GiB, a GPU on every tenth), 20 % of their memory spent by declared tasks;
 --services services of --tasks tasks in all, in three kinds: spread by zone then binpack memory, distinctInstance
@@ -24,7 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'collection', 'dev'))
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.services import plan as ps  # noqa: E402
 
 ZONES = ('a', 'b', 'c', 'd')
 

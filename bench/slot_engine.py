@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'collection', 'dev'))
 
 from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import SlotEngine  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.pools.slot_engine import SlotEngine  # noqa: E402
 
 IMAGE = 'drover.local/busybox:1'
 

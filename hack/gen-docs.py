@@ -1,6 +1,6 @@
 """Write plugins/doc_fragments/containers.py (the documentation of ecs_task's `containers`) and the table of
 container fields in docs/ecs_task.md (between its container-settings markers) from the table of container
-settings (plugins/module_utils/_container_settings.py). `--check`: exit 1 when a file is not what the table
+settings (plugins/module_utils/tasks/settings.py). `--check`: exit 1 when a file is not what the table
 makes (a unit test runs it so)."""
 
 import os
@@ -17,7 +17,7 @@ END = '<!-- container-settings:end -->'
 HEADER = '''# -*- coding: utf-8 -*-
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-# Made by hack/gen-docs.py from plugins/module_utils/_container_settings.py: change the table, then run it.
+# Made by hack/gen-docs.py from plugins/module_utils/tasks/settings.py: change the table, then run it.
 
 from __future__ import absolute_import, division, print_function
 
@@ -33,7 +33,7 @@ class ModuleDocFragment(object):
 
 def render():
     sys.path.insert(0, os.path.join(ROOT, 'collection', 'dev'))
-    from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
     doc = {'options': {'containers': {
         'description': [
             'The task\'s containers, started in this order.',
@@ -89,7 +89,7 @@ def _engine(setting):
 
 def guide_table():
     sys.path.insert(0, os.path.join(ROOT, 'collection', 'dev'))
-    from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
     rows = ['| ECS field | `containers[]` option | on the engine | rules |', '| --- | --- | --- | --- |']
     for s in settings.SETTINGS:
         rules = []

@@ -1,5 +1,5 @@
 """Write the options of an entry of drover_pools in roles/runner_pools/meta/argument_specs.yml (between its
-pool-options markers) from gh_runner_slot's own table of a pool's options (_argspecs.POOL_OPTIONS): the role takes
+pool-options markers) from gh_runner_slot's own table of a pool's options (front.argspecs.POOL_OPTIONS): the role takes
 every option the module takes, with the same type, elements, choices and no_log. Each option keeps the description
 the role gives it; an option the role had none for takes the module's (its DOCUMENTATION). `--check`: exit 1 when
 the file is not what the table makes (a unit test runs it so)."""
@@ -13,7 +13,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, 'roles', 'runner_pools', 'meta', 'argument_specs.yml')
 MODULE = os.path.join(ROOT, 'plugins', 'modules', 'gh_runner_slot.py')
-START = '# pool-options:start (hack/gen-role-specs.py writes these from _argspecs.POOL_OPTIONS: change the table)'
+START = '# pool-options:start (hack/gen-role-specs.py writes these from front.argspecs.POOL_OPTIONS: change the table)'
 END = '# pool-options:end'
 INDENT = 10
 WIDTH = 118
@@ -26,7 +26,7 @@ KEYS = ('type', 'elements', 'choices', 'required', 'no_log')
 
 def table():
     sys.path.insert(0, os.path.join(ROOT, 'collection', 'dev'))
-    from ansible_collections.drover.fleet.plugins.module_utils._argspecs import POOL_OPTIONS
+    from ansible_collections.drover.fleet.plugins.module_utils.front.argspecs import POOL_OPTIONS
     return POOL_OPTIONS
 
 
@@ -106,7 +106,7 @@ def main():
     made = render(text)
     if '--check' in sys.argv[1:]:
         if made != text:
-            print('gen-role-specs: %s is not what _argspecs.POOL_OPTIONS makes: run hack/gen-role-specs.py'
+            print('gen-role-specs: %s is not what front.argspecs.POOL_OPTIONS makes: run hack/gen-role-specs.py'
                   % os.path.relpath(TARGET, ROOT))
             return 1
         return 0

@@ -4,7 +4,7 @@
 """drover.fleet.service_placement: the services of a fleet placed on its hosts, once, on the controller.
 
 Reads what the play found on every host (capacity, the tasks it runs, whether its engine answered, the services
-it declares) and asks the decider (_plan_service.plan) where each task instance runs; returns each host's share
+it declares) and asks the decider (services.plan.plan) where each task instance runs; returns each host's share
 as task declarations for drover.fleet.tasks. Keeps nothing between runs (but the records key, _records_key's):
 where the services stand is read from the hosts each time, so controllers (AWX jobs, timers) holding the same
 key agree. Changes nothing.
@@ -28,9 +28,9 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
+from ansible_collections.drover.fleet.plugins.module_utils.services import deploy as pd
+from ansible_collections.drover.fleet.plugins.module_utils.services import plan as ps
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.revisions import (
     DEFAULT_CLUSTER, RECORD_KEYS, instance_index)
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.plugin_utils._records_key import RecordsKeyError, records_key
@@ -201,7 +201,7 @@ def _as_kept(raw, history, index, revision):
 def _deploy(specs, by_raw, histories, found, now):
     """Each service's deployment pass: the specs and instances to place (only the target revision's), the indexes
     and capacity that other revisions keep, each service's step, and how each instance to place stands
-    (_plan_service.STANDING: of two copies of an index, the healthy one is kept)."""
+    (services.plan.STANDING: of two copies of an index, the healthy one is kept)."""
     steps, placed_specs, placed_found, reserved, extra, standing = {}, [], [], {}, {}, {}
     for svc in specs:
         raw = by_raw[svc.name]

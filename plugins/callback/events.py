@@ -178,8 +178,8 @@ from urllib.parse import urlsplit
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.callback import CallbackBase
-from ansible_collections.drover.fleet.plugins.module_utils import _files
-from ansible_collections.drover.fleet.plugins.module_utils._plan_deploy import service_line
+from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
+from ansible_collections.drover.fleet.plugins.module_utils.services.deploy import service_line
 
 try:
     import fcntl
@@ -495,7 +495,7 @@ def write_all(fd, data):
 
 
 def ensure_dir(path):
-    """The directory of `path`, made 0700 when missing; refused when another user can write it (_files)."""
+    """The directory of `path`, made 0700 when missing; refused when another user can write it (host.files)."""
     _files.ensure_dir(os.path.dirname(os.path.abspath(path)), 0o700)
 
 

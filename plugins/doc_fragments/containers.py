@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-# Made by hack/gen-docs.py from plugins/module_utils/_container_settings.py: change the table, then run it.
+# Made by hack/gen-docs.py from plugins/module_utils/tasks/settings.py: change the table, then run it.
 
 from __future__ import absolute_import, division, print_function
 

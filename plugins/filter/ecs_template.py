@@ -2,14 +2,15 @@
 # Copyright: drover.fleet contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """drover.fleet.ecs_placeholders and drover.fleet.ecs_render: the template placeholders of an ECS task definition,
-listed and filled on the controller (module_utils/_td_template owns the rule; ecs_task refuses what is left).
+listed and filled on the controller (module_utils/aws/template owns the rule; ecs_task refuses what is left).
 Their documentation: ecs_placeholders.yml, ecs_render.yml beside this file."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.drover.fleet.plugins.module_utils import _td_model, _td_template
+from ansible_collections.drover.fleet.plugins.module_utils.aws import model as _td_model
+from ansible_collections.drover.fleet.plugins.module_utils.aws import template as _td_template
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 

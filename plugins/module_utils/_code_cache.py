@@ -34,6 +34,7 @@ import zipfile
 
 CACHE_ROOT = '/var/cache/drover-fleet/module_utils'
 KEEP_DAYS = 7
+PACKAGE_DEPTH = 2                           # module_utils/<package>/<module>.py, and one level more at most
 PACKAGE = __name__.rpartition('.')[0]
 _HELD = []                                  # the cache's lock, held while this process runs
 
@@ -85,17 +86,21 @@ def _write(root, target, files):
     work = tempfile.mkdtemp(prefix='.new-', dir=root)
     try:
         for name, data in files.items():
+            folder = os.path.dirname(os.path.join(work, name))
+            if not os.path.isdir(folder):   # a package's folder (tasks/, pools/...)
+                os.makedirs(folder, 0o700)
             fd = os.open(os.path.join(work, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.write(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        fd = os.open(work, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        for folder in sorted(set(os.path.dirname(os.path.join(work, name)) for name in files), reverse=True) + [work]:
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         try:
             os.rename(work, target)
         except OSError:                     # written meanwhile by another run
@@ -152,7 +157,7 @@ def use(root=CACHE_ROOT, package=None):
         with zipfile.ZipFile(archive) as z:
             for name in sorted(z.namelist()):
                 rest = name[len(inner) + 1:]
-                if name.startswith(inner + '/') and rest.endswith('.py') and '/' not in rest:
+                if name.startswith(inner + '/') and rest.endswith('.py') and '__pycache__' not in rest.split('/'):
                     files[rest] = z.read(name)
                     for part in (rest.encode('utf-8'), files[rest]):
                         digest.update(b'%d:' % len(part) + part)
@@ -191,7 +196,7 @@ def _compiled(target):
     if os.path.exists(mark):
         return
     import compileall
-    if compileall.compile_dir(target, maxlevels=0, quiet=2):
+    if compileall.compile_dir(target, maxlevels=PACKAGE_DEPTH, quiet=2):
         os.close(os.open(mark, os.O_WRONLY | os.O_CREAT, 0o600))
 
 

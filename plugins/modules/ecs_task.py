@@ -1146,11 +1146,11 @@ from ansible.module_utils.basic import missing_required_lib
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
-from ansible_collections.drover.fleet.plugins.module_utils._host_check import look
-from ansible_collections.drover.fleet.plugins.module_utils._td_model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
-from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, converge
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front.args import make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils.host.check import look
+from ansible_collections.drover.fleet.plugins.module_utils.aws.model import BOTOCORE_IMPORT_ERROR, HAS_BOTOCORE
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.apply import TaskFailure, converge
 
 
 def main():

@@ -106,9 +106,9 @@ capacity:
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
-from ansible_collections.drover.fleet.plugins.module_utils._apply_task import TaskFailure, info
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front.args import make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.apply import TaskFailure, info
 
 
 def main():

@@ -79,10 +79,10 @@ pools:
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
-from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import info
-from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front.args import make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils.pools.apply import info
+from ansible_collections.drover.fleet.plugins.module_utils.host.opening import TaskFailure
 
 
 def main():

@@ -86,9 +86,9 @@ stale:
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._args import make_module
-from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import GpuFailure, info
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front.args import make_module
+from ansible_collections.drover.fleet.plugins.module_utils.gpu.apply import GpuFailure, info
 
 
 def main():

@@ -123,8 +123,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._host_check import check
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.host.check import check
 
 
 def main():

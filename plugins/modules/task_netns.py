@@ -177,11 +177,11 @@ from ansible.module_utils.basic import missing_required_lib
 
 # (first: the collection's other module_utils are then imported from the host's byte code cache)
 from ansible_collections.drover.fleet.plugins.module_utils import _code_cache  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
-from ansible_collections.drover.fleet.plugins.module_utils._args import make_module, require_docker
-from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
-from ansible_collections.drover.fleet.plugins.module_utils import _apply_netns
-from ansible_collections.drover.fleet.plugins.module_utils._netns import HAS_PYROUTE2, PYROUTE2_IMPORT_ERROR
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front.args import make_module, require_docker
+from ansible_collections.drover.fleet.plugins.module_utils.host.opening import TaskFailure
+from ansible_collections.drover.fleet.plugins.module_utils.network import apply as _apply_netns
+from ansible_collections.drover.fleet.plugins.module_utils.network.netlink import HAS_PYROUTE2, PYROUTE2_IMPORT_ERROR
 
 
 def main():

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The key that seals the services' revision records, on the controller (drover.fleet.service_placement).
 
-Each record the placement hands a host carries a seal, an HMAC under this key (_plan_deploy.seal), and a record a
+Each record the placement hands a host carries a seal, an HMAC under this key (services.deploy.seal), and a record a
 host's look returns is taken only where its seal is right: the hosts keep the records, but none can write one that
 the placement takes. The key is the inventory's `drover_services_records_key` (the placement's records_key: at
 least MIN_GIVEN characters, from a vault or an AWX credential, where several controllers or AWX jobs, each in a
@@ -12,7 +12,7 @@ KEY_HEX hexadecimal digits (the same key as `drover_services_records_key` set to
 
 Owns: KEY_FILE (made once, mode 0600, in a directory of this user alone (0700) under directories no other user
 can write; created aside with O_EXCL and linked into place, never through a link, never replaced; read back without
-following a link: _credtoken.key_file, as the host's credentials key) and the check of a key given in its place.
+following a link: network.credtoken.key_file, as the host's credentials key) and the check of a key given in its place.
 Must not: return, log, print or write the key anywhere else, or hand it to a host; an error names the file or the
 option and the length, never the key.
 """
@@ -25,7 +25,7 @@ import os
 from ansible import constants as C
 
 from ansible_collections.drover.fleet.plugins.module_utils._code_cache import _trusted
-from ansible_collections.drover.fleet.plugins.module_utils._credtoken import HostKeyError, key_file
+from ansible_collections.drover.fleet.plugins.module_utils.network.credtoken import HostKeyError, key_file
 
 KEY_FILE = 'records.key'
 KEY_HEX = 64                    # 32 random bytes, as hexadecimal digits

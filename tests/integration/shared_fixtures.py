@@ -61,8 +61,8 @@ def netns_cleanup(engine):
     import shutil
     import subprocess
     from helpers import netns_list
-    from ansible_collections.drover.fleet.plugins.module_utils import _netns
-    from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import host_ifname
+    from ansible_collections.drover.fleet.plugins.module_utils.network import netlink as _netns
+    from ansible_collections.drover.fleet.plugins.module_utils.network.plan import host_ifname
     before = set(netns_list())
     yield
     made = set(n for n in set(netns_list()) - before if n.startswith('drover-'))

@@ -18,9 +18,10 @@ import pytest
 from helpers import IMAGE, container, host_links, net_snapshot, netns_list, store_rows, wait_for
 from test_credentials_endpoint import fetch, service, sts  # noqa: F401  pylint: disable=unused-import
 
-from ansible_collections.drover.fleet.plugins.module_utils import _apply_netns, _netns_spec
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
-from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import host_ifname
+from ansible_collections.drover.fleet.plugins.module_utils.network import apply as _apply_netns
+from ansible_collections.drover.fleet.plugins.module_utils.network import spec as _netns_spec
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.network.plan import host_ifname
 
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
 

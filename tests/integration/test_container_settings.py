@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils._container_settings import SETTINGS
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import legacy_netns_name, netns_name
-from ansible_collections.drover.fleet.plugins.module_utils._task_level import engine_volume
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.settings import SETTINGS
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import legacy_netns_name, netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.level import engine_volume
 
 from helpers import IMAGE, host_snapshot, netns_list, task_containers, warnings_of
 
@@ -578,7 +578,7 @@ def test_stop_sends_term_then_kills_after_the_stop_timeout(engine, cluster, conv
     assert task_containers(engine, cluster) == []
     signals, exit_code = stop_events(engine, cid, since)
     assert exit_code == code
-    assert [sig for sig, _ in signals] == sent
+    assert [signal[0] for signal in signals] == sent
     if sent == [15, 9]:
         # The grace period, as the engine timed it: the declared 3 s, not Docker's default 10 s.
         waited = signals[1][1] - signals[0][1]

@@ -24,7 +24,7 @@ import pytest
 
 from helpers import container, store_rows, warnings_of
 
-from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
+from ansible_collections.drover.fleet.plugins.module_utils.network import credtoken
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVICE = os.path.join(ROOT, 'roles', 'host', 'files', 'drover_credentials.py')
@@ -176,7 +176,7 @@ def env_of(engine, runtime_id):
 
 def register_loopback(store_path, cred_id, cluster, task, role=ROLE):
     """A registration whose owner is 127.0.0.1 (as an awsvpc task's link address): the token it needs."""
-    from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+    from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
     db = Store(store_path)
     db.put_credential(cred_id, cluster, task, role, '127.0.0.1', time.time())
     db.close()

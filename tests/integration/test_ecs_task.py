@@ -335,7 +335,7 @@ def test_unreachable_engine_creates_no_store(tmp_path, module_runner):
 
 
 def test_host_lock_times_out_with_a_clear_message(engine, cluster, converge, store_path):
-    from ansible_collections.drover.fleet.plugins.module_utils._store import HostLock
+    from ansible_collections.drover.fleet.plugins.module_utils.host.store import HostLock
     with HostLock(store_path + '.lock'):
         r = converge(name='web', lock_timeout=1, containers=[container('main')])
     assert r.failed and 'another converge holds the host lock' in r['msg']

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import container, host_links, net_snapshot, netns_list, statuses, store_rows, wait_for
 
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import netns_name
 
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
 

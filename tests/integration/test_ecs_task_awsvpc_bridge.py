@@ -17,7 +17,7 @@ import pytest
 
 from helpers import container, net_snapshot, netns_list, statuses, store_rows, wait_for, warnings_of
 
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import netns_name
 
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
 

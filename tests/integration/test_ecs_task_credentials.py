@@ -117,7 +117,7 @@ def test_the_token_is_in_the_environment_only(engine, cluster, converge, store_p
     # Each container of a task with a role finds the full URI and its token; the token is the same for the
     # task's containers and after adoption from a fresh store, different for another task, and not part of
     # the spec: a second converge changes nothing.
-    from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken
+    from ansible_collections.drover.fleet.plugins.module_utils.network import credtoken
     args = dict(name='web', task_role_arn=ROLE, cred_id='tok-' + cluster, containers=[container('main'), container('side')])
     r = converge(**args)
     envs = [env_of(engine, c['runtime_id']) for c in r['task']['containers']]

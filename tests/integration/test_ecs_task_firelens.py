@@ -18,8 +18,8 @@ from fluent_forward import Receiver
 from helpers import container, host_snapshot, statuses, wait_for
 from sweep import register
 
-from ansible_collections.drover.fleet.plugins.module_utils import _files as files
-from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
+from ansible_collections.drover.fleet.plugins.module_utils.host import files
+from ansible_collections.drover.fleet.plugins.module_utils.aws import firelens
 
 APP_LOG = {'log_driver': 'awsfirelens', 'options': {'Name': 'cloudwatch_logs', 'region': 'us-west-2',
                                                     'log_group_name': 'app', 'auto_create_group': 'true'}}

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import IMAGE, container, four_steps, host_snapshot, statuses, task_containers, wait_for, warnings_of
 
-from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import level
 
 CGROUP = '/sys/fs/cgroup'
 MIB = 1024 * 1024

@@ -20,7 +20,7 @@ import pytest
 from helpers import (IMAGE, host_snapshot, kill_when, module_process, store_rows, task_containers, wait_for,
                      warnings_of)
 
-from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.order import epoch
 
 SLEEP = ['sleep', '3600']
 HEALTH = {'command': ['CMD-SHELL', 'true'], 'interval': 5, 'retries': 1}

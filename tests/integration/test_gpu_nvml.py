@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _gpu
+from ansible_collections.drover.fleet.plugins.module_utils.gpu import nvml as _gpu
 
 FAKE = ['GPU-00000000-0000-0000-0000-000000000001', 'GPU-00000000-0000-0000-0000-000000000002']
 

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import IMAGE, container, net_snapshot, statuses, host_links
 
-from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import level
 
 ROLE = 'arn:aws:iam::123456789012:role/app-web'
 

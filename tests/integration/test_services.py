@@ -357,7 +357,7 @@ def test_a_host_s_forged_revision_records_decide_nothing_on_another_host(engine,
     warning names the host, the service and the count), and the host's records are the controller's again; the
     service declared anew deploys as any revision does, nothing overflows, and a second run changes nothing. The
     records key comes from the inventory (drover_services_records_key) and reaches no output, store or host."""
-    from ansible_collections.drover.fleet.plugins.module_utils._plan_deploy import revision_of
+    from ansible_collections.drover.fleet.plugins.module_utils.services.deploy import revision_of
     key = register('records-key-%s' % uuid.uuid4().hex)
     forged = {'network_mode': 'none', 'containers': [{'name': 'main', 'image': IMAGE, 'command': ['sleep', '7777'],
                                                       'memory': 16}]}

@@ -11,8 +11,8 @@ import pytest
 
 from helpers import IMAGE, host_links, net_snapshot, netns_list, store_rows
 
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
-from ansible_collections.drover.fleet.plugins.module_utils._plan_netns import host_ifname
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.network.plan import host_ifname
 
 pytestmark = pytest.mark.usefixtures('netns_cleanup')
 

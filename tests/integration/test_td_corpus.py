@@ -2,8 +2,8 @@
 """The corpus of real ECS task definitions (../shared/ecs-task-definitions, 120 documents from public
 repositories) through the real ecs_task module.
 
-1. Each document is classified: invalid by AWS's model (_td_model.normalize refuses it), using a field a later
-   release handles (_td_model.next_release_fields), or eligible.
+1. Each document is classified: invalid by AWS's model (aws.model.normalize refuses it), using a field a later
+   release handles (aws.model.next_release_fields), or eligible.
 2. Every document goes through ecs_task in check mode, with the host options a user of such a file sets
    (allow_privileged; allow_host_network for a host-network document; the host attributes its placement
    constraints ask for, where the module has `attributes`). Each is accepted or refused with a message that
@@ -60,11 +60,11 @@ import yaml
 from helpers import IMAGE, ROOT, host_snapshot, netns_list
 from sweep import register
 
-from ansible_collections.drover.fleet.plugins.module_utils import _aws
-from ansible_collections.drover.fleet.plugins.module_utils import _firelens as firelens
+from ansible_collections.drover.fleet.plugins.module_utils.aws import calls as _aws
+from ansible_collections.drover.fleet.plugins.module_utils.aws import firelens
 
-from ansible_collections.drover.fleet.plugins.module_utils import _td_model
-from ansible_collections.drover.fleet.plugins.module_utils._plan_order import epoch
+from ansible_collections.drover.fleet.plugins.module_utils.aws import model as _td_model
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.order import epoch
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 from ansible_collections.drover.fleet.plugins.modules import ecs_task
 
@@ -373,7 +373,7 @@ def sample_value(found, n):
 
 
 def render_values(doc):
-    from ansible_collections.drover.fleet.plugins.module_utils import _td_template
+    from ansible_collections.drover.fleet.plugins.module_utils.aws import template as _td_template
     values = {}
     for found in sorted(_td_template.find(doc), key=lambda f: not f.whole):
         if found.name not in values:
@@ -387,7 +387,7 @@ def test_every_template_in_the_corpus_renders_and_is_then_taken_or_refused_for_a
     each placeholder is in, then through ecs_task in check mode: taken, or refused naming a field for what the
     contract refuses (App Mesh, Windows...), never for a placeholder; nothing on the host changes."""
     from ansible_collections.drover.fleet.plugins.filter.ecs_template import FilterModule
-    from ansible_collections.drover.fleet.plugins.module_utils import _td_template
+    from ansible_collections.drover.fleet.plugins.module_utils.aws import template as _td_template
     render = FilterModule().filters()['ecs_render']
     docs = load_corpus()
     templates = [(i, doc) for i, doc in docs.items() if isinstance(doc, dict) and _td_template.find(doc)]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The Salt states check their arguments against the Ansible modules' own argument specs (_argspecs.py): the
+"""The Salt states check their arguments against the Ansible modules' own argument specs (front/argspecs.py): the
 same declaration gives the core the same parameters, defaults included, as AnsibleModule gives it; a bad one
 is refused naming the option. No Salt, no engine: the extension's core.py imports neither."""
 
@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.drover.fleet.plugins.module_utils import _argspecs
+from ansible_collections.drover.fleet.plugins.module_utils.front import argspecs as _argspecs
 from saltext.drover import core
 
 CASES = [

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import IMAGE, host_links, host_snapshot, netns_list, wait_for
 
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import netns_name
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import netns_name
 from sweep import register
 
 TOKEN = register('ghp_sentinel%s' % uuid.uuid4().hex)

@@ -3,7 +3,7 @@
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.drover.fleet.plugins.module_utils._host_look import OUTPUT_BYTES, last_output
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.look import OUTPUT_BYTES, last_output
 
 
 def test_the_last_hundred_lines_are_kept():
@@ -60,7 +60,7 @@ class GoneEngine:
 
 
 def test_a_container_gone_before_its_values_are_known_keeps_no_output():
-    from ansible_collections.drover.fleet.plugins.module_utils._host_look import with_exit_codes
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks.look import with_exit_codes
     engine = GoneEngine()
     obs = {'id': 'c1', 'state': 'exited', 'labels': {'drover.container': 'main'}}
     with_exit_codes(engine, {('prod', 'web'): [obs]}, [('prod', 'web')])

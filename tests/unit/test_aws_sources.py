@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+from ansible_collections.drover.fleet.plugins.module_utils.aws import calls as aws
 
 SM = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:db-AbCdEf'
 

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils.aws import awslogs
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 IMG = 'drover.local/busybox:1'

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
-from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import (
+from ansible_collections.drover.fleet.plugins.module_utils.network import plan
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import (
     ENI_ONLY_KEYS, bridge_backed, hashable, net_spec, netns_name)
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.spec import SpecError
 
 IMG = 'drover.local/busybox:1'
 MAC = '02:00:c6:12:00:10'

@@ -11,10 +11,10 @@ import json
 import docker
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
-from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
 from ansible_collections.drover.fleet.plugins.module_utils._docker import Engine
-from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import pool_spec
+from ansible_collections.drover.fleet.plugins.module_utils.pools.spec import pool_spec
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 IMG = 'drover.local/busybox:1'

@@ -27,7 +27,9 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import pkg._code_cache as cc
 import pkg.work
-print(json.dumps({'used': cc.USED, 'work': pkg.work.__file__, 'cached': pkg.work.__cached__}))
+import pkg.sub.deep
+print(json.dumps({'used': cc.USED, 'work': pkg.work.__file__, 'cached': pkg.work.__cached__,
+                  'deep': pkg.sub.deep.__file__, 'deep_cached': pkg.sub.deep.__cached__}))
 '''
 
 
@@ -40,6 +42,8 @@ def payload(tmp_path, value):
         z.writestr('pkg/__init__.py', '')
         z.writestr('pkg/_code_cache.py', cache)
         z.writestr('pkg/work.py', 'VALUE = %r\n' % value)
+        z.writestr('pkg/sub/__init__.py', '')                          # a package by concern (tasks/, pools/...)
+        z.writestr('pkg/sub/deep.py', 'VALUE = %r\n' % value)
     return str(path)
 
 
@@ -56,6 +60,8 @@ def test_the_second_run_imports_the_cached_byte_code(tmp_path):
     assert first['work'] == os.path.join(first['used'], 'work.py')
     assert os.stat(first['used']).st_mode & 0o777 == 0o700
     assert os.path.isfile(first['cached'])                              # compiled, PYTHONDONTWRITEBYTECODE or not
+    assert first['deep'] == os.path.join(first['used'], 'sub', 'deep.py')   # a package's module too
+    assert os.path.isfile(first['deep_cached'])
     assert run(payload(tmp_path, 'one')) == first
     second = run(payload(tmp_path, 'two'))                              # another content: another copy
     assert second['used'] != first['used'] and sorted(os.listdir(root)) == sorted(

@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
                                 'roles', 'host', 'files'))
 import drover_credentials as dc  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.drover.fleet.plugins.module_utils import _awslogs as awslogs  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils import _credtoken as credtoken  # noqa: E402
-from ansible_collections.drover.fleet.plugins.module_utils._store import Store  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.aws import awslogs  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.network import credtoken  # noqa: E402
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store  # noqa: E402
 from sweep import register  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
 T0 = 1_800_000_000.0
@@ -67,7 +67,7 @@ class FakeKeys:
 
 
 def tok(cred_id, task, key=KEY):
-    """The token ecs_task gives the task (module_utils/_credtoken.py), as its containers send it."""
+    """The token ecs_task gives the task (module_utils/network/credtoken.py), as its containers send it."""
     return credtoken.token(key, cred_id, 'prod', task, ROLE)
 
 
@@ -431,7 +431,7 @@ def test_fuzz_of_raw_bytes(served, raw):
 # --- the modules' side: re-asserting the redirect, the cred_id check --------------------------------------
 
 def test_the_modules_assert_the_service_s_rules(tmp_path):
-    from ansible_collections.drover.fleet.plugins.module_utils import _endpoint as endpoint_mod
+    from ansible_collections.drover.fleet.plugins.module_utils.network import endpoint as endpoint_mod
     assert endpoint_mod.rules(51679) == dc._rules(51679) and endpoint_mod.rules(6000) == dc._rules(6000)
     assert (endpoint_mod.ENDPOINT_IP, endpoint_mod.DUMMY_LINK, endpoint_mod.STATE_FILE) == (
         dc.ENDPOINT_IP, dc.DUMMY_LINK, dc.STATE_FILE)
@@ -449,9 +449,9 @@ def test_the_modules_assert_the_service_s_rules(tmp_path):
 
 
 def test_a_declared_cred_id_names_one_task():
-    from ansible_collections.drover.fleet.plugins.module_utils import _apply_task as apply_task
-    from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec_mod
-    from ansible_collections.drover.fleet.plugins.module_utils._host import TaskFailure
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks import apply as apply_task
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec as spec_mod
+    from ansible_collections.drover.fleet.plugins.module_utils.host.opening import TaskFailure
 
     def decl(cluster, name, cred_id, state='running'):
         return spec_mod.task({'name': name, 'cluster': cluster, 'state': state, 'task_role_arn': ROLE,

@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_gpu as g
+from ansible_collections.drover.fleet.plugins.module_utils.gpu import plan as g
 
 DEVICES = ['GPU-00000000-0000-0000-0000-%012d' % i for i in range(6)]
 TASKS = ['a', 'b', 'c']

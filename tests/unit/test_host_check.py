@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
-"""drover.fleet.host_info's core (_host_check) and the pools a host holds (_host.held_pools)."""
+"""drover.fleet.host_info's core (host.check) and the pools a host holds (host.opening.held_pools)."""
 
 from __future__ import absolute_import, division, print_function
 
 import os
 import sys
 
-from ansible_collections.drover.fleet.plugins.module_utils import _host, _host_check
-from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+from ansible_collections.drover.fleet.plugins.module_utils.host import opening as _host
+from ansible_collections.drover.fleet.plugins.module_utils.host import check as _host_check
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
 
 
 def test_missing_libraries_are_found_without_importing_them():

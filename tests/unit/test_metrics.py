@@ -10,8 +10,8 @@ import stat
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.drover.fleet.plugins.module_utils import _metrics as m
-from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+from ansible_collections.drover.fleet.plugins.module_utils.host import metrics as m
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
 
 T0 = 1_800_000_000.0
 
@@ -171,7 +171,7 @@ def test_pickups_and_job_durations_are_histograms_prometheus_reads(tmp_path):
 
 
 def test_a_job_s_duration_runs_from_its_running_line_to_the_runner_s_end():
-    from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as plan
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import plan
     logs = ('\u221a Connected to GitHub\n\n2027-01-15 08:00:00Z: Listening for Jobs\n'
             '2027-01-15 08:00:10Z: Running job: build\n'
             '2027-01-15 08:01:40Z: Job build completed with result: Succeeded\n')

@@ -64,7 +64,7 @@ def test_the_next_run_uses_the_kept_payload_and_a_change_builds_anew(tmp_path, c
     assert run(tmp_path, collection) == (False, True)          # not built: the kept one
     assert kept(tmp_path) == first
 
-    utils = collection / 'ansible_collections' / 'drover' / 'fleet' / 'plugins' / 'module_utils' / '_gpu.py'
+    utils = collection / 'ansible_collections' / 'drover' / 'fleet' / 'plugins' / 'module_utils' / 'gpu/nvml.py'
     utils.write_text(utils.read_text() + '\n# changed\n')
     assert run(tmp_path, collection) == (True, False)          # another source: built, kept in place of the old
     second = kept(tmp_path)

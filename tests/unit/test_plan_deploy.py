@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Services' deployments (_plan_deploy): pure, on synthetic instances - a rolling replacement kept within the
+"""Services' deployments (services.deploy): pure, on synthetic instances - a rolling replacement kept within the
 minimum healthy and maximum percent at every pass, the circuit breaker and the rollback, the records the hosts
 keep."""
 
@@ -7,8 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import records_option
+from ansible_collections.drover.fleet.plugins.module_utils.services import deploy as pd
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.revisions import records_option
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 KEY = ('prod', 'web')

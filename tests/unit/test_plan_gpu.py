@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_gpu as g
+from ansible_collections.drover.fleet.plugins.module_utils.gpu import plan as g
 
 DEVICES = ['GPU-00000000-0000-0000-0000-00000000000%d' % i for i in range(4)]
 D0, D1, D2, D3 = DEVICES

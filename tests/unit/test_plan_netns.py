@@ -6,10 +6,10 @@ from __future__ import absolute_import, division, print_function
 
 import collections
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_netns as plan
-from ansible_collections.drover.fleet.plugins.module_utils._netns_spec import (
+from ansible_collections.drover.fleet.plugins.module_utils.network import plan
+from ansible_collections.drover.fleet.plugins.module_utils.network.spec import (
     hashable, holder_name, legacy_netns_name, net_spec, netns_name)
-from ansible_collections.drover.fleet.plugins.module_utils._netns import guard_rules
+from ansible_collections.drover.fleet.plugins.module_utils.network.netlink import guard_rules
 
 IFNAMSIZ = 16
 

@@ -6,10 +6,10 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_order as order
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as p
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import order
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import plan as p
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 IMG = 'drover.local/busybox:1'

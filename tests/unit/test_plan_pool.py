@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_pool as p
-from ansible_collections.drover.fleet.plugins.module_utils import _pool_spec as p_spec
-from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import pool_spec, runner_name
+from ansible_collections.drover.fleet.plugins.module_utils.pools import plan as p
+from ansible_collections.drover.fleet.plugins.module_utils.pools import spec as p_spec
+from ansible_collections.drover.fleet.plugins.module_utils.pools.spec import pool_spec, runner_name
 
 T0 = 1_800_000_000.0
 
@@ -186,7 +186,7 @@ def test_hold_until_must_be_a_utc_time(value):
 
 
 def test_declarations_merge_each_entry_over_the_call():
-    from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import declarations
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.spec import declarations
     call = {'pool': None, 'token': 't', 'labels': ['self-hosted'], 'warm': 1, 'state': 'present',
             'purge': True, 'pools': [{'pool': 'a', 'repository': 'o/a'},
                                      {'pool': 'b', 'organization': 'o', 'warm': 0, 'labels': None}]}
@@ -206,7 +206,7 @@ def test_declarations_merge_each_entry_over_the_call():
     ({'pools': ['a']}, ('pools[0] must be a mapping',)),
 ])
 def test_bad_declarations(call, words):
-    from ansible_collections.drover.fleet.plugins.module_utils._pool_spec import declarations
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.spec import declarations
     from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
     with pytest.raises(SpecError) as err:
         declarations(call)
@@ -263,7 +263,7 @@ def test_bad_machine_id_refused(mid):
 
 
 def test_default_machine_id_from_a_host_name_has_no_dash(tmp_path, monkeypatch):
-    from ansible_collections.drover.fleet.plugins.module_utils import _apply_pool as ap
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import apply as ap
     (tmp_path / 'machine-id').write_text('0123456789abcdef0123456789abcdef\n')
     assert ap.machine_id(str(tmp_path / 'machine-id')) == '0123456789ab'
     monkeypatch.setattr(ap.os, 'uname', lambda: ('Linux', 'web-2.example', '', '', ''))
@@ -295,7 +295,7 @@ class _GitHub:
 
 
 def _pass(machine, runners, jit_dir='/nonexistent', profile='small'):
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.apply import PoolPass
     params = {'pool': 'ci', 'repository': 'o/r', 'labels': ['self-hosted'], 'token': 't',
               'profile': {'name': profile, 'image': 'drover.local/runner:1', 'slots': 2}}
     gh = _GitHub(runners)
@@ -307,7 +307,7 @@ def _pass(machine, runners, jit_dir='/nonexistent', profile='small'):
 def test_host_web_does_not_delete_the_runners_of_host_web_2(tmp_path, monkeypatch):
     """Two hosts without /etc/machine-id, named web and web-2, serve one repository: each one's orphan cleanup
     deletes its own orphans only."""
-    from ansible_collections.drover.fleet.plugins.module_utils import _apply_pool as ap
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import apply as ap
     ids = {}
     for host in ('web', 'web-2', 'web2'):
         monkeypatch.setattr(ap.os, 'uname', lambda host=host: ('Linux', host, '', '', ''))
@@ -643,8 +643,8 @@ class RecordsEngine:
 
 
 def test_a_pool_drained_without_a_profile_takes_its_records_and_one_without_records_asks_nothing(tmp_path):
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
-    from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.apply import PoolPass
+    from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
     store = Store(str(tmp_path / 'store.db'))
     engine = RecordsEngine()
     gone = pool_spec({'pool': 'gone', 'repository': 'o/r', 'state': 'absent', 'token': 't'}, 'abc123')
@@ -729,7 +729,7 @@ def test_a_pool_of_forks_takes_only_another_pools_snapshot(cache):
 
 
 def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
     root = tmp_path / 'cache'
     (root / 'a').mkdir(parents=True)
     outside = tmp_path / 'outside'
@@ -749,7 +749,7 @@ def test_trim_tree_removes_the_oldest_files_and_never_follows_a_link(tmp_path):
 
 
 def test_copy_tree_copies_files_dirs_and_links_but_no_device_or_fifo_and_no_setuid(tmp_path):
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
     src, dst = tmp_path / 'seed', tmp_path / 'snap'
     (src / 'd').mkdir(parents=True)
     dst.mkdir()
@@ -807,7 +807,7 @@ def deep_tree():
 
 
 def test_a_tree_1000_levels_deep_is_walked_to_its_bound_and_what_is_left_out_counted(tmp_path, deep_tree):
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
     src, dst = tmp_path / 'seed', tmp_path / 'snap'
     deep_tree(src, 1000)
     dst.mkdir()
@@ -830,7 +830,7 @@ def test_a_tree_1000_levels_deep_is_walked_to_its_bound_and_what_is_left_out_cou
 
 
 def test_a_walk_stops_after_tree_entries_and_counts_what_it_had_yet_to_look_at(tmp_path, monkeypatch):
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
     monkeypatch.setattr(_files, 'TREE_ENTRIES', 5)
     for folder in 'abc':
         for name in ('1', '2', '3'):
@@ -847,7 +847,7 @@ def test_a_walk_stops_after_tree_entries_and_counts_what_it_had_yet_to_look_at(t
 def test_a_path_longer_than_the_system_takes_is_left_out_and_counted(tmp_path):
     import errno
     import shutil
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
     src, dst = tmp_path / 's', tmp_path / ('x' * 200) / ('y' * 200)
     src.mkdir()
     dst.mkdir(parents=True)
@@ -901,8 +901,8 @@ class CacheEngine:
 
 
 def test_a_cache_a_job_deepened_is_told_and_never_made_a_partial_snapshot(tmp_path, deep_tree):
-    from ansible_collections.drover.fleet.plugins.module_utils import _files
-    from ansible_collections.drover.fleet.plugins.module_utils import _pool_caches
+    from ansible_collections.drover.fleet.plugins.module_utils.host import files as _files
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import caches as _pool_caches
     engine = CacheEngine(tmp_path / 'volumes')
     (tmp_path / 'volumes').mkdir()
     deep_tree.also(str(tmp_path / 'volumes'))
@@ -948,8 +948,8 @@ def test_profile_gpus_taken():
 
 
 def test_a_runner_s_gpus_come_from_the_shared_ledger_and_a_slot_waits_without_them():
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_gpu import Ledger
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    from ansible_collections.drover.fleet.plugins.module_utils.gpu.apply import Ledger
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.apply import PoolPass
     gpus = ['GPU-a', 'GPU-b']
     ledger = Ledger({'GPU-a': ('prod:train/main', 'prod:train')}, gpus, 'static')
     work = PoolPass(spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 3, 'gpus': 1}),
@@ -1017,7 +1017,7 @@ class _Recorder(object):
     ('none', None, None),
 ])
 def test_a_runner_with_the_engine_of_its_image_gets_its_runtime_or_privileges_and_a_data_volume(docker, host, config):
-    from ansible_collections.drover.fleet.plugins.module_utils._apply_pool import PoolPass
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.apply import PoolPass
     engine = _Recorder()
     work = PoolPass(spec(profile={'name': 'small', 'image': 'drover.local/runner:1', 'slots': 1, 'docker': docker},
                          allow_privileged=True), engine, _Store(), None, False, T0, '/nonexistent', [], 'scope')
@@ -1030,14 +1030,14 @@ def test_a_runner_with_the_engine_of_its_image_gets_its_runtime_or_privileges_an
 
 
 def test_slot_ids_differ_by_store_pool_and_slot_and_fit_a_user_name():
-    from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import slot_engine as se
     ids = set(se.slot_id(scope, pool, idx) for scope in ('a', 'b') for pool in ('ci', 'cd') for idx in range(3))
     assert len(ids) == 12 and all(len(i) == 10 for i in ids)
     assert len('drv' + se.slot_id('a', 'ci', 0)) <= 32
 
 
 def test_a_subordinate_range_is_taken_above_every_range_given_and_clear_of_every_account(tmp_path):
-    from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
+    from ansible_collections.drover.fleet.plugins.module_utils.pools import slot_engine as se
     path = tmp_path / 'subuid'
     floor = se.SUBID_FLOOR
     path.write_text('alice:100000:65536\ndrvx:%d:65536\n' % floor)

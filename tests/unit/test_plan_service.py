@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The services' placement decider (_plan_service): pure, on synthetic hosts."""
+"""The services' placement decider (services.plan): pure, on synthetic hosts."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -7,7 +7,7 @@ import collections
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_service as ps
+from ansible_collections.drover.fleet.plugins.module_utils.services import plan as ps
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 ZONES = {'h1': 'a', 'h2': 'a', 'h3': 'b', 'h4': 'b', 'h5': 'c', 'h6': 'c'}
@@ -346,8 +346,8 @@ def test_only_a_host_whose_share_changes_needs_a_second_tasks_pass():
 
 
 def test_an_instance_is_named_by_its_index_alone():
-    from ansible_collections.drover.fleet.plugins.module_utils._service_records import instance_index
-    from ansible_collections.drover.fleet.plugins.module_utils._host_look import spared
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks.revisions import instance_index
+    from ansible_collections.drover.fleet.plugins.module_utils.tasks.look import spared
     assert [instance_index(n, 'web') for n in ('web-0', 'web-12', 'web-01', 'web-', 'web--1', 'web-1a', 'web-١',
                                                'web-1-2', 'webx-1', 'web')] == [0, 12] + [None] * 8
     assert instance_index('web-1-2', 'web-1') == 2

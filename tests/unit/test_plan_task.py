@@ -5,8 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_task as p
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import plan as p
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
 
 IMG = 'drover.local/busybox:1'
 T0 = 1_800_000_000.0

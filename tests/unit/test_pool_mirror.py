@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _pool_mirror as m
+from ansible_collections.drover.fleet.plugins.module_utils.pools import mirror as m
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 
@@ -165,7 +165,7 @@ def test_removed_with_its_blobs_and_configuration(tmp_path):
 def test_a_slot_engine_configuration_follows_the_mirror(tmp_path):
     """The slot engine's daemon.json names the mirror; none: no mirror; the mirror down this pass (None): as it was."""
     import json
-    from ansible_collections.drover.fleet.plugins.module_utils._slot_engine import SlotEngine
+    from ansible_collections.drover.fleet.plugins.module_utils.pools.slot_engine import SlotEngine
 
     def slot(mirrors):
         engine = SlotEngine(None, 'scope', 'ci', 0, 'img', {}, root=str(tmp_path), mirrors=mirrors)

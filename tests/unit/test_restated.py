@@ -4,8 +4,8 @@ own settings now make otherwise, from the revision's task in the host's records.
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.drover.fleet.plugins.module_utils import _host_look as host_look
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import look as host_look
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
 
 IMG = 'drover.local/busybox:1'
 AWSLOGS = {'log_driver': 'awslogs', 'options': {'awslogs-group': 'web', 'awslogs-region': 'us-east-1',

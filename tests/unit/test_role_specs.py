@@ -11,7 +11,7 @@ import sys
 
 import yaml
 
-from ansible_collections.drover.fleet.plugins.module_utils._argspecs import MIRROR_OPTIONS, POOL_OPTIONS
+from ansible_collections.drover.fleet.plugins.module_utils.front.argspecs import MIRROR_OPTIONS, POOL_OPTIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECS = os.path.join(ROOT, 'roles', 'runner_pools', 'meta', 'argument_specs.yml')

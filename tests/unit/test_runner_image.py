@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""A runner image's externals for the slot engines (_runner_image): copied once per image, root's and read-only to
+"""A runner image's externals for the slot engines (pools.runner_image): copied once per image, root's and read-only to
 the slot, and nothing a hostile image holds written outside the copy."""
 
 from __future__ import absolute_import, division, print_function
@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _runner_image as ri
+from ansible_collections.drover.fleet.plugins.module_utils.pools import runner_image as ri
 
 
 class _ImageEngine:

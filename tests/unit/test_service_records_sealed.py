@@ -18,11 +18,11 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.drover.fleet.plugins.action.service_placement import place
-from ansible_collections.drover.fleet.plugins.module_utils import _plan_deploy as pd
-from ansible_collections.drover.fleet.plugins.module_utils._argspecs import ecs_task_spec
-from ansible_collections.drover.fleet.plugins.module_utils._service_records import (
+from ansible_collections.drover.fleet.plugins.module_utils.services import deploy as pd
+from ansible_collections.drover.fleet.plugins.module_utils.front.argspecs import ecs_task_spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.revisions import (
     RECORD_BOUND, SEALED_KEYS, records_option)
-from ansible_collections.drover.fleet.plugins.module_utils._store import Store
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import Store
 from ansible_collections.drover.fleet.plugins.plugin_utils import _records_key
 from ansible_collections.drover.fleet.plugins.plugin_utils._records_key import RecordsKeyError, records_key
 

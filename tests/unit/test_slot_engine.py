@@ -11,7 +11,7 @@ import stat
 import subprocess
 import time
 
-from ansible_collections.drover.fleet.plugins.module_utils import _slot_engine as se
+from ansible_collections.drover.fleet.plugins.module_utils.pools import slot_engine as se
 
 NOBODY = 65534
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _store
-from ansible_collections.drover.fleet.plugins.module_utils._store import HostLock, LockTimeout, Store, StoreError
+from ansible_collections.drover.fleet.plugins.module_utils.host import store as _store
+from ansible_collections.drover.fleet.plugins.module_utils.host.store import HostLock, LockTimeout, Store, StoreError
 
 RECORD = {'cluster': 'c', 'name': 'web', 'spec_hash': 'abc', 'desired_status': 'RUNNING', 'last_status': 'RUNNING',
           'stopped_reason': None, 'restart': 'always', 'started_at': 1.0, 'stopped_at': None, 'streak': 2,

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _cgroup as cgroup
-from ansible_collections.drover.fleet.plugins.module_utils import _placement as placement
-from ansible_collections.drover.fleet.plugins.module_utils import _task_level as level
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
+from ansible_collections.drover.fleet.plugins.module_utils.host import cgroup
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import placement
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import level
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.spec import SpecError
 
 IMG = 'drover.local/busybox:1'
 

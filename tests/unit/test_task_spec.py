@@ -5,9 +5,9 @@ from __future__ import absolute_import, division, print_function
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _task_spec as spec
-from ansible_collections.drover.fleet.plugins.module_utils import _container_settings as settings
-from ansible_collections.drover.fleet.plugins.module_utils._task_spec import SpecError
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import spec
+from ansible_collections.drover.fleet.plugins.module_utils.tasks import settings
+from ansible_collections.drover.fleet.plugins.module_utils.tasks.spec import SpecError
 
 IMG = 'drover.local/busybox:1'
 
@@ -163,7 +163,7 @@ def test_task_definition_network_mode_must_agree():
 
 
 def test_ecr_registry_auth_and_host_names():
-    from ansible_collections.drover.fleet.plugins.module_utils import _aws as aws
+    from ansible_collections.drover.fleet.plugins.module_utils.aws import calls as aws
     ecr = '123456789012.dkr.ecr.eu-west-1.amazonaws.com'
     t = spec.task({'name': 'web', 'registry_auth': {'registry': ecr, 'ecr': True},
                    'containers': [{'name': 'a', 'image': IMG}]})

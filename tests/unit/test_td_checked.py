@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Task definitions kept once checked (_td_checked): a document checked once is read back, the same as checked
+"""Task definitions kept once checked (aws.checked): a document checked once is read back, the same as checked
 (every valid document of ../shared/ecs-task-definitions), with its warning, without botocore's model; a refused
 document is never kept; another content, field, code or botocore version is another key; a folder that someone
 else may write is never used."""
@@ -14,7 +14,8 @@ import stat
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _td_checked, _td_model
+from ansible_collections.drover.fleet.plugins.module_utils.aws import checked as _td_checked
+from ansible_collections.drover.fleet.plugins.module_utils.aws import model as _td_model
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the folder is root\'s alone')

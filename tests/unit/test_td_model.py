@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from ansible_collections.drover.fleet.plugins.module_utils import _td_model as model, _td_template
+from ansible_collections.drover.fleet.plugins.module_utils.aws import model
+from ansible_collections.drover.fleet.plugins.module_utils.aws import template as _td_template
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -315,7 +316,7 @@ def test_the_model_is_read_once(monkeypatch):
 
 def test_checking_a_document_never_imports_a_session_of_botocore():
     """The model and the validator alone: a session would import the client stack (tens of ms a pass)."""
-    code = ('import sys; from ansible_collections.drover.fleet.plugins.module_utils import _td_model as m; '
+    code = ('import sys; from ansible_collections.drover.fleet.plugins.module_utils.aws import model as m; '
             'm.normalize({"family": "w", "containerDefinitions": [{"name": "w", "image": "i", "memory": 64}]}); '
             'print(sorted(k for k in sys.modules if k in ("botocore.session", "botocore.client", "botocore.model")))')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """Task definitions kept as templates: the filters drover.fleet.ecs_placeholders and drover.fleet.ecs_render
-(plugins/filter/ecs_template.py over module_utils/_td_template.py), and what ecs_task says of what is left."""
+(plugins/filter/ecs_template.py over module_utils/aws/template.py), and what ecs_task says of what is left."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.drover.fleet.plugins.filter.ecs_template import FilterModule
-from ansible_collections.drover.fleet.plugins.module_utils import _td_model, _td_template
+from ansible_collections.drover.fleet.plugins.module_utils.aws import model as _td_model
+from ansible_collections.drover.fleet.plugins.module_utils.aws import template as _td_template
 from ansible_collections.drover.fleet.plugins.module_utils._spec_base import SpecError
 
 FILTERS = FilterModule().filters()

@@ -242,7 +242,7 @@ class Keys:
 
 def token(key, cred_id, cluster, task, role_arn):
     """A task's token: hex HMAC-SHA256 of its registration under the host key (ecs_task's formula, in
-    plugins/module_utils/_credtoken.py)."""
+    plugins/module_utils/network/credtoken.py)."""
     message = '\0'.join(('drover-credentials-token-v1', cred_id, cluster, task, role_arn)).encode('utf-8')
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 

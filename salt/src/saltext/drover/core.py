@@ -54,7 +54,7 @@ def find_collection(opts=None):
 
 
 def core(name, opts=None):
-    """The collection's module_utils module `name` (e.g. '_apply_task'). Raises ImportError, saying where the
+    """The collection's module_utils module `name` (e.g. 'tasks.apply'). Raises ImportError, saying where the
     collection was looked for, when it cannot be imported."""
     try:
         return importlib.import_module('%s.%s' % (PACKAGE, name))
@@ -68,11 +68,11 @@ def core(name, opts=None):
 def missing(opts, needs=('docker',)):
     """Why the extension cannot load here (the reason for __virtual__), or None."""
     try:
-        core('_argspecs', opts)
+        core('front.argspecs', opts)
     except ImportError as exc:
         return str(exc)
     checks = {'docker': ('_docker', 'HAS_DOCKER', 'the Docker SDK for Python (pip install docker)'),
-              'github': ('_github', 'HAS_GITHUB', 'PyGithub (pip install PyGithub)')}
+              'github': ('pools.github', 'HAS_GITHUB', 'PyGithub (pip install PyGithub)')}
     lacking = [checks[n][2] for n in needs if not getattr(core(checks[n][0], opts), checks[n][1])]
     return 'missing %s' % ' and '.join(lacking) if lacking else None
 
@@ -198,7 +198,7 @@ def secrets(spec, params, extra_paths=()):
                     walk(opt['options'], item)
     walk(spec, params)
     for path in extra_paths:
-        found.update(v for v in core('_argspecs').values_at(params, path) if isinstance(v, str) and v)
+        found.update(v for v in core('front.argspecs').values_at(params, path) if isinstance(v, str) and v)
     # Also the forms a secret takes when a list or a mapping holding it is written out (a PEM key's newlines).
     found.update(repr(v)[1:-1] for v in list(found) if repr(v)[1:-1] != v)
     return found
@@ -270,7 +270,7 @@ def declared(name, state, kwargs, pillar, key, plural=None, reserved=()):
     """What a state function declares, for the Ansible module's argument spec: its arguments (state_args, the
     host's `reserved` options never from the pillar), the state ID as the option `key` unless given (or unless the
     state declares `plural` entries), and the state function's `state`. Raises Invalid, naming the option."""
-    given = state_args(kwargs, pillar, tuple(reserved) + tuple(core('_argspecs').HOST_OWN))
+    given = state_args(kwargs, pillar, tuple(reserved) + tuple(core('front.argspecs').HOST_OWN))
     if plural is None or plural not in given:
         given.setdefault(key, name)
     given['state'] = state

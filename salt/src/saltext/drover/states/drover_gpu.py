@@ -14,13 +14,13 @@ def __virtual__():
 
 
 def _converge(name, state, kwargs):
-    argspecs = core.core('_argspecs', __opts__)
+    argspecs = core.core('front.argspecs', __opts__)
     spec = argspecs.gpu_pin_spec()
     try:
         params = core.check(spec, core.declared(name, state, kwargs, __pillar__, 'task'))
     except core.Invalid as exc:
         return core.invalid(name, exc)
-    apply_gpu = core.core('_apply_gpu', __opts__)
+    apply_gpu = core.core('gpu.apply', __opts__)
     what = 'GPUs of %s%s' % (params['task'], '/%s' % params['container'] if params.get('container') else '')
     return core.run_state(name, lambda p, test: apply_gpu.converge(p, check_mode=test, diff=True), params, set(),
                           bool(__opts__.get('test')), __salt__, __opts__, what)

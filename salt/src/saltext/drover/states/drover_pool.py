@@ -22,7 +22,7 @@ def __virtual__():
 
 
 def _converge(name, state, kwargs):
-    argspecs = core.core('_argspecs', __opts__)
+    argspecs = core.core('front.argspecs', __opts__)
     spec = argspecs.gh_runner_slot_spec()
     try:
         given = core.declared(name, state, kwargs, __pillar__, 'pool', plural='pools',
@@ -52,7 +52,7 @@ def _converge(name, state, kwargs):
             params['pools'] = entries
     except core.Invalid as exc:
         return core.invalid(name, exc, hidden)
-    apply_pool = core.core('_apply_pool', __opts__)
+    apply_pool = core.core('pools.apply', __opts__)
     what = 'pools %s' % ', '.join(str(p.get('pool')) for p in params['pools']) if params.get('pools') is not None \
         else 'pool %s' % params['pool']
     return core.run_state(name, lambda p, test: apply_pool.converge(p, check_mode=test), params, hidden,

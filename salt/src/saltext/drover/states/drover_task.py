@@ -25,7 +25,7 @@ def __virtual__():
 
 
 def _converge(name, state, kwargs):
-    argspecs = core.core('_argspecs', __opts__)
+    argspecs = core.core('front.argspecs', __opts__)
     spec = argspecs.ecs_task_spec()
     try:
         given = core.declared(name, state, kwargs, __pillar__, 'name', plural='tasks',
@@ -37,8 +37,8 @@ def _converge(name, state, kwargs):
         params = core.check(spec, given, argspecs.ECS_TASK_RULES)
     except core.Invalid as exc:
         return core.invalid(name, exc, hidden)
-    apply_task = core.core('_apply_task', __opts__)
-    td_model = core.core('_td_model', __opts__)
+    apply_task = core.core('tasks.apply', __opts__)
+    td_model = core.core('aws.model', __opts__)
     tds = [params.get('task_definition')] + [t.get('task_definition') for t in params.get('tasks') or [] if isinstance(t, dict)]
     if not td_model.HAS_BOTOCORE and any(td is not None for td in tds):
         return core.invalid(name, 'task_definition needs botocore (pip install botocore) to check it by AWS\'s model of ECS')
