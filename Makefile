@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-salt test test-suites static setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs changelog lint bench clean
+.PHONY: demo demo-salt test test-suites static setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs docsite changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -59,7 +59,7 @@ demo-salt: setup salt-venv
 TEST_SUITES ?= setup leftovers static salt integration faults-ci molecule galaxy sanity
 
 static:
-	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv ee
+	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv ee docsite
 
 # What an execution environment gets of the collection (ansible-builder introspect and create, offline).
 ee: venv collection
@@ -143,6 +143,13 @@ docs: venv collection
 	for m in $(MODULES); do $(VENV)/bin/ansible-doc drover.fleet.$$m >/dev/null; done
 	for f in $(FILTERS); do $(VENV)/bin/ansible-doc -t filter drover.fleet.$$f >/dev/null; done
 	@echo 'docs: ansible-doc renders every module and filter'
+
+# The docs as a site (build/docsite/html/index.html), its docs linted, then opened in a headless browser (Debian's
+# chromium, installed here when missing): tests/docsite.
+docsite: venv collection
+	command -v chromium >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null; }
+	VENV=$(VENV) hack/docsite.sh
+	$(PY) -m pytest -q -p no:cacheprovider tests/docsite $(PYTEST_ARGS)
 
 changelog: venv
 	$(VENV)/bin/antsibull-changelog lint
