@@ -59,6 +59,27 @@ def split_image(ref):
     return registry, repo, tag or 'latest'
 
 
+def listed_ports(rows):
+    """A listing's `Ports` of one container: those published on the host, as (bind address, container port, host
+    port, protocol), sorted (a port published on IPv4 and IPv6 is two)."""
+    out = set()
+    for row in rows or ():
+        if isinstance(row, dict) and row.get('PublicPort'):
+            out.add((row.get('IP') or '', int(row['PrivatePort']), int(row['PublicPort']), row.get('Type') or 'tcp'))
+    return sorted(out)
+
+
+def inspected_ports(ports):
+    """An inspect's NetworkSettings.Ports ({'8080/tcp': [{'HostIp', 'HostPort'}] or None}) as list_role's `ports`."""
+    out = set()
+    for key, bound in (ports or {}).items():
+        port, dummy, proto = str(key).partition('/')
+        for row in bound or ():
+            if isinstance(row, dict) and row.get('HostPort'):
+                out.add((row.get('HostIp') or '', int(port), int(row['HostPort']), proto or 'tcp'))
+    return sorted(out)
+
+
 def listed_health(status):
     """The health of a container from the Status of the engine's listing ('Up 3 seconds (healthy)', 'Up 1 second
     (health: starting)', 'Up 2 minutes (unhealthy)'): healthy, unhealthy, starting, or None."""
@@ -145,7 +166,8 @@ class Engine:
 
         Each is a dict: id, name, labels, state (running, exited, created, ...), image, created (epoch), health (the
         status of a running container's health check, as the listing shows it: starting, healthy, unhealthy; None
-        without one).
+        without one), ports (its ports published on the host: (bind address, container port, host port, protocol),
+        sorted).
         """
         label = ROLE_LABEL if role is None else '%s=%s' % (ROLE_LABEL, role)
         try:
@@ -163,6 +185,7 @@ class Engine:
                 'image': row.get('Image') or '',
                 'created': row.get('Created'),
                 'health': listed_health(row.get('Status')),
+                'ports': listed_ports(row.get('Ports')),
             })
         return out
 
@@ -185,6 +208,8 @@ class Engine:
             'finished_at': state.get('FinishedAt'),
             'error': state.get('Error') or None,
             'health': (state.get('Health') or {}).get('Status') or None,
+            # its ports published on the host, as list_role's `ports`
+            'ports': inspected_ports((info.get('NetworkSettings') or {}).get('Ports')),
             'address': (info.get('NetworkSettings') or {}).get('IPAddress') or None,     # on the default bridge
             # {network name: the container's address there}
             'networks': dict((name, (net or {}).get('IPAddress') or None) for name, net in (

@@ -1085,6 +1085,27 @@ task:
               C(UNKNOWN) while it starts, when the container is not running, or without a declared check (an image's
               own C(HEALTHCHECK) does not count).
           type: str
+        network_bindings:
+          description:
+            - Where the host publishes the running container's ports (ECS's C(networkBindings)), as the engine's
+              listing shows them - a port mapped with O(containers[].port_mappings[].host_port) unset or V(0) is
+              the free port the host picked. A port published on IPv4 and IPv6 is two entries. Empty for a
+              container that is not running.
+          type: list
+          elements: dict
+          contains:
+            bind_ip:
+              description: The host address the port is published on (V(0.0.0.0), V(::) or one address).
+              type: str
+            container_port:
+              description: The container's port.
+              type: int
+            host_port:
+              description: The host's port.
+              type: int
+            protocol:
+              description: V(tcp), V(udp) or V(sctp).
+              type: str
 tasks:
   description:
     - Every task declared (and purged), in the shape of RV(task); empty when O(host_check) found the host

@@ -84,7 +84,8 @@ tasks:
       health_status: UNKNOWN
       containers:
         - {name: main, image: 'drover.local/busybox:1', runtime_id: 3f2c..., last_status: RUNNING,
-           exit_code: null, gpu_ids: [], health_status: UNKNOWN}
+           exit_code: null, gpu_ids: [], health_status: UNKNOWN,
+           network_bindings: [{bind_ip: 0.0.0.0, container_port: 8080, host_port: 32768, protocol: tcp}]}
 service_revisions:
   description:
     - The revision records of services the host store keeps (M(drover.fleet.ecs_task)'s

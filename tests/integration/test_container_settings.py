@@ -18,7 +18,7 @@ from ansible_collections.drover.fleet.plugins.module_utils.tasks.settings import
 from ansible_collections.drover.fleet.plugins.module_utils.network.spec import legacy_netns_name, netns_name
 from ansible_collections.drover.fleet.plugins.module_utils.tasks.level import engine_volume
 
-from helpers import IMAGE, host_snapshot, netns_list, task_containers, warnings_of
+from helpers import IMAGE, host_snapshot, netns_list, task_containers, wait_for, warnings_of
 
 MIB = 1024 * 1024
 NANO = 10 ** 9
@@ -599,3 +599,38 @@ def test_containers_stop_in_the_reverse_order_of_their_start(engine, cluster, co
                                filters={'event': 'die', 'label': scope(cluster)})
     order = [e['Actor']['Attributes']['drover.container'] for e in sorted(events, key=lambda e: e['timeNano'])]
     assert order == ['side', 'main', 'db']          # started db, main, side
+
+
+def test_a_port_the_host_picks_is_told_as_a_network_binding_and_answers_there(engine, cluster, converge, module_runner,
+                                                                               store_path):
+    """A port mapped without a host port is published on a free port the host picks; the task's containers tell it
+    (ECS's networkBindings), ecs_task_info too, the port answers there, and a stopped task tells none."""
+    import urllib.request
+    main = {'name': 'main', 'image': IMAGE, 'port_mappings': [{'container_port': 8080}],
+            'command': ['sh', '-c', 'echo hello > /tmp/index.html && exec httpd -f -p 8080 -h /tmp']}
+    r = converge(name='web', containers=[main])
+    assert r['task']['last_status'] == 'RUNNING', r['task']
+    bindings = r['task']['containers'][0]['network_bindings']
+    # what the engine itself says of the container's published ports
+    published = engine.api.inspect_container(ids_of(r)['main'])['NetworkSettings']['Ports']['8080/tcp']
+    assert sorted((b['bind_ip'], b['host_port']) for b in bindings) == sorted(
+        (p['HostIp'], int(p['HostPort'])) for p in published)
+    assert bindings and all(b['container_port'] == 8080 and b['protocol'] == 'tcp' and b['host_port'] > 0
+                            for b in bindings), bindings
+    port = bindings[0]['host_port']
+
+    def fetch():
+        try:
+            with urllib.request.urlopen('http://127.0.0.1:%d/' % port, timeout=2) as answer:
+                return answer.read()
+        except OSError:
+            return None
+    assert wait_for(fetch, timeout=10) == b'hello\n'
+    # a second pass changes nothing and tells the same; ecs_task_info tells the same
+    again = converge(name='web', containers=[main])
+    assert not again['changed'] and again['task']['containers'][0]['network_bindings'] == bindings
+    info = module_runner('ecs_task_info', {'store_path': store_path, 'cluster': cluster, 'name': 'web'})
+    assert [t['containers'][0]['network_bindings'] for t in info['tasks']] == [bindings]
+    stopped = converge(name='web', containers=[main], state='stopped')
+    assert stopped['task']['last_status'] == 'STOPPED'
+    assert [c['network_bindings'] for c in stopped['task']['containers']] == [[]]

@@ -532,11 +532,16 @@ class Pass:
             health = plan_mod.UNKNOWN
             if plan_mod.has_check(spec) and f is not None and not exited:
                 health = plan_mod.ENGINE_HEALTH.get(f.get('health'), plan_mod.UNKNOWN)
+            ports = []
+            if spec.port_mappings and not exited:
+                # where the host published its ports (a port it picked is known only now): one inspect more, for a
+                # container that publishes any
+                ports = (self.engine.inspect(cid) or {}).get('ports') or []
             views.append({'name': name, 'image': spec.image, 'runtime_id': cid,
                           'last_status': plan_mod.STOPPED if exited else plan_mod.RUNNING,
                           'exit_code': f['exit_code'] if exited else None,
                           'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ())),
-                          'health_status': health})
+                          'health_status': health, 'network_bindings': plan_mod.network_bindings({'ports': ports})})
         if reason is not None:
             self._end_failed_start(made, decl)
             return self._failed_views(decl), scrub(reason, fetched), None, False
@@ -568,7 +573,7 @@ class Pass:
             if c.name in started:
                 views.append({'name': c.name, 'image': c.image, 'runtime_id': started[c.name],
                               'last_status': plan_mod.RUNNING, 'exit_code': None, 'gpu_ids': list(gpus.get(c.name, ())),
-                              'health_status': plan_mod.UNKNOWN})
+                              'health_status': plan_mod.UNKNOWN, 'network_bindings': []})
             else:
                 views.append(plan_mod.declared_view(c, plan_mod.PENDING))
         if record is not None:

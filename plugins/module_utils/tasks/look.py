@@ -86,7 +86,9 @@ def task_view(record, health_names=()):
         'streak': record.get('streak') or 0,
         'held_until': plan_mod.iso(record.get('hold_until')),
         'health_status': plan_mod.record_health(record, health_names),
-        'containers': [dict(c, health_status=c.get('health_status') or plan_mod.UNKNOWN)
+        # (a record kept by an earlier release has no network_bindings: none told)
+        'containers': [dict(c, health_status=c.get('health_status') or plan_mod.UNKNOWN,
+                            network_bindings=c.get('network_bindings') or [])
                        for c in record.get('containers') or []],
         'network': record.get('network'),
     }

@@ -208,6 +208,8 @@ def container_view(obs, declared_image=None):
         'exit_code': obs.get('exit_code') if status == STOPPED else None,
         'gpu_ids': gpu_ids(obs['labels']),
         'health_status': container_health(obs),
+        # where the host publishes its ports (ECS's networkBindings): a running container's only
+        'network_bindings': network_bindings(obs) if status == RUNNING else [],
     }
     if status == STOPPED and obs.get('last_output'):
         # Its last lines, read before the container goes (values it was given hidden).
@@ -218,7 +220,14 @@ def container_view(obs, declared_image=None):
 def declared_view(spec, status, gpu_ids_=()):
     """A declared container that has no container on the engine (not started yet, or gone)."""
     return {'name': spec.name, 'image': spec.image, 'runtime_id': None, 'last_status': status,
-            'exit_code': None, 'gpu_ids': list(gpu_ids_), 'health_status': UNKNOWN}
+            'exit_code': None, 'gpu_ids': list(gpu_ids_), 'health_status': UNKNOWN, 'network_bindings': []}
+
+
+def network_bindings(obs):
+    """The ports a container publishes on the host, as ECS's networkBindings name them (bindIP, containerPort,
+    hostPort, protocol): from the engine's listing, so a port the host picked (host_port unset or 0) is told."""
+    return [{'bind_ip': ip, 'container_port': cport, 'host_port': hport, 'protocol': proto}
+            for ip, cport, hport, proto in obs.get('ports') or ()]
 
 
 def gpu_ids(labels):
@@ -296,13 +305,13 @@ def stop_events(key, rec, now):
     return out
 
 
+def stopped_view(view):
+    """A container's view once its task stopped: stopped, and publishing nothing."""
+    return dict(view, last_status=STOPPED, network_bindings=[])
+
+
 def _stopped_containers(observed):
-    views = []
-    for obs in observed:
-        view = container_view(obs)
-        view['last_status'] = STOPPED
-        views.append(view)
-    return views
+    return [stopped_view(container_view(obs)) for obs in observed]
 
 
 def _blank(decl, now):
@@ -467,8 +476,7 @@ def plan_task(decl, observed, stored, now, keep=0):
             return _finish(plan, stored)
         # An essential container ended: the whole task stops, and every container of it goes.
         plan.remove = list(observed)
-        for view in views:
-            view['last_status'] = STOPPED
+        views = [stopped_view(view) for view in views]
         policy, stable_run = restart_of(decl, reason)
         record = _stop(record, reason, now, policy, views, stable_run=stable_run)
         plan.events.extend(stop_events(key, record, now))
@@ -492,7 +500,7 @@ def plan_task(decl, observed, stored, now, keep=0):
         return plan
     if record.get('last_status') == RUNNING:
         # It ran when we last looked, and is gone now.
-        views = [dict(c, last_status=STOPPED) for c in record.get('containers') or []]
+        views = [stopped_view(c) for c in record.get('containers') or []]
         record = _stop(record, EXITED_UNSEEN, now, decl.restart, views)
         record['restart'] = decl.restart
         plan.events.extend(stop_events(key, record, now))
