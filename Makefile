@@ -13,7 +13,7 @@ export ANSIBLE_INVENTORY_UNPARSED_WARNING := false
 export ANSIBLE_PYTHON_INTERPRETER := $(PY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-salt test test-suites static setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration sanity molecule galaxy faults faults-ci docs docsite changelog lint bench clean
+.PHONY: demo demo-salt test test-suites static setup leftovers venv salt-venv salt engine hostdeps images standin-deps registry collection unit integration integration-sanity sanity molecule galaxy faults faults-ci docs docsite changelog lint bench clean
 
 DEMO := $(VENV)/bin/ansible-playbook -i examples/inventory.yml
 DEMO_DIR := /tmp/drover-demo
@@ -55,8 +55,9 @@ demo-salt: setup salt-venv
 	$(MAKE) demo DEMO_SALT=1
 
 # The suites of `make test`, in order (TEST_SUITES='unit integration' runs some of them the same way). `static`:
-# the suites that need no engine (changelog, docs, lint, unit), and the Salt suite's venv, made at once.
-TEST_SUITES ?= setup leftovers static salt integration faults-ci molecule galaxy sanity
+# the suites that need no engine (changelog, docs, lint, unit, the docs site), and the Salt suite's venv, made at
+# once. `integration-sanity`: the integration suite, with sanity beside it.
+TEST_SUITES ?= setup leftovers static salt integration-sanity faults-ci molecule galaxy
 
 static:
 	$(MAKE) --no-print-directory -j3 -Otarget changelog docs lint unit salt-venv ee docsite
@@ -135,6 +136,18 @@ unit: venv collection standin-deps
 integration: setup registry
 	PY=$(PY) hack/integration.sh $(PYTEST_ARGS)
 	hack/leaks.sh
+
+# The integration suite with sanity beside it, at the lowest CPU priority (nice 19): sanity needs no engine and
+# shares nothing with the tests, and it takes the CPU the integration sessions leave idle (their last minutes are
+# one session on two cores) instead of running alone after them. Its output is printed once both have ended; the
+# exit status is the integration suite's, else sanity's.
+integration-sanity: setup registry venv
+	@log=$$(mktemp); \
+	nice -n 19 $(MAKE) --no-print-directory sanity >"$$log" 2>&1 & sanity=$$!; \
+	rc=0; $(MAKE) --no-print-directory integration || rc=$$?; \
+	src=0; wait "$$sanity" || src=$$?; \
+	echo "=== sanity (exit $$src) ==="; cat "$$log"; rm -f "$$log"; \
+	if [ "$$rc" != 0 ]; then exit "$$rc"; fi; exit "$$src"
 
 MODULES := ecs_task ecs_task_info task_netns gpu_pin gpu_info gh_runner_slot gh_runner_info host_info validate_roles service_placement
 FILTERS := ecs_placeholders ecs_render
