@@ -601,8 +601,7 @@ def test_containers_stop_in_the_reverse_order_of_their_start(engine, cluster, co
     assert order == ['side', 'main', 'db']          # started db, main, side
 
 
-def test_a_port_the_host_picks_is_told_as_a_network_binding_and_answers_there(engine, cluster, converge, module_runner,
-                                                                               store_path):
+def test_a_port_the_host_picks_is_told_as_a_network_binding(engine, cluster, converge, module_runner, store_path):
     """A port mapped without a host port is published on a free port the host picks; the task's containers tell it
     (ECS's networkBindings), ecs_task_info too, the port answers there, and a stopped task tells none."""
     import urllib.request
