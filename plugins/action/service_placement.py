@@ -377,7 +377,7 @@ def place(raw_hosts, complete=True, now=None, *, seal_key):
     report += ['%s: draining, %d instance%s of services left'
                % (h.name, staying[h.name], '' if staying[h.name] == 1 else 's')
                for h in host_specs if h.draining and h.up and complete] + warnings
-    deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, 'rolling_back'))
+    deploying = sorted(v['name'] for v in views if v['deployment'] in (pd.IN_PROGRESS, pd.ROLLING_BACK))
     placed = set((by_raw[svc.name].get('cluster') or DEFAULT_CLUSTER, svc.name) for svc in specs)
     second = dict((raw['name'], _second_pass(raw, placement[raw['name']], clusters, placed,
                                              revisions.get(raw['name'], []), complete))

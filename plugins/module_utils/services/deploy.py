@@ -39,6 +39,8 @@ from ansible_collections.drover.fleet.plugins.module_utils._spec_base import Spe
 DEFAULTS = {'minimum_healthy_percent': 100, 'maximum_percent': 200}
 BREAKER_DEFAULTS = {'enable': True, 'rollback': True}
 HEALTHY, PENDING, UNHEALTHY, STOPPED = 'healthy', 'pending', 'unhealthy', 'stopped'
+# where a deployment stands once its revision failed: the previous revision coming back, or back and healthy
+ROLLING_BACK, ROLLED_BACK = 'rolling_back', 'rolled_back'
 KEEP_RECORDS = 5                        # the revisions the hosts keep of a service (and any the pass needs)
 
 Deployment = collections.namedtuple('Deployment', ('minimum_healthy_percent', 'maximum_percent', 'breaker',
@@ -254,7 +256,7 @@ def step(service, desired, dep, declared, declaration, records, seen, now):
     elif rec['status'] == COMPLETED and not done:
         status = IN_PROGRESS if old else COMPLETED
     if target != declared:
-        status = 'rolled_back' if rec['status'] == COMPLETED else 'rolling_back'
+        status = ROLLED_BACK if rec['status'] == COMPLETED else ROLLING_BACK
     return Step(target, min(len(new), desired) + start, keep_old, stop, _pruned(records, declared, target, seen),
                 events, status, failures, limit, declared)
 
@@ -276,14 +278,14 @@ def failure_line(view):
     view; None for one that completed or goes on. `web: revision 3 failed (circuit breaker: 3/3); rolled back, runs
     2/2 healthy on revision 2`."""
     state = view.get('deployment')
-    if state not in ('rolling_back', 'rolled_back', FAILED):
+    if state not in (ROLLING_BACK, ROLLED_BACK, FAILED):
         return None
     text = '%s: revision %s failed (circuit breaker: %d/%d)' % (
         view['name'], view.get('declared_revision'), view.get('failures') or 0, view.get('failure_threshold') or 0)
     health = '%d/%d healthy on revision %s' % (view['healthy'], view['desired_count'], view.get('revision'))
-    if state == 'rolled_back':
+    if state == ROLLED_BACK:
         return text + '; rolled back, runs %s' % health
-    if state == 'rolling_back':
+    if state == ROLLING_BACK:
         return text + '; rolling back to revision %s, %s so far' % (view.get('revision'), health)
     return text + '; no rollback (circuit_breaker.rollback is off, or no earlier revision completed): its ' \
         'instances stay as they run (%d running)' % view.get('running', 0)
@@ -298,7 +300,7 @@ def service_line(view, detail=False):
     state = view.get('deployment')
     if state == IN_PROGRESS:
         text += ', deploying' + (' (%d running)' % view['running'] if detail else '')
-    elif state in ('rolling_back', 'rolled_back'):
+    elif state in (ROLLING_BACK, ROLLED_BACK):
         text += ', %s: revision %s failed' % (state.replace('_', ' '), view.get('declared_revision'))
     elif state == FAILED:
         text += ', deployment failed (revision %s' % view.get('declared_revision')
