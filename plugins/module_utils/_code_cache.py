@@ -95,7 +95,8 @@ def _write(root, target, files):
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        for folder in sorted(set(os.path.dirname(os.path.join(work, name)) for name in files), reverse=True) + [work]:
+        # every folder written, the deepest first and `work` last (it sorts before the folders below it)
+        for folder in sorted(set(os.path.dirname(os.path.join(work, name)) for name in files) | {work}, reverse=True):
             fd = os.open(folder, os.O_RDONLY)
             try:
                 os.fsync(fd)

@@ -541,7 +541,7 @@ class Pass:
                           'last_status': plan_mod.STOPPED if exited else plan_mod.RUNNING,
                           'exit_code': f['exit_code'] if exited else None,
                           'gpu_ids': plan_mod.gpu_ids(obs['labels']) if obs is not None else list(gpus.get(name, ())),
-                          'health_status': health, 'network_bindings': plan_mod.network_bindings({'ports': ports})})
+                          'health_status': health, 'network_bindings': plan_mod.network_bindings(ports)})
         if reason is not None:
             self._end_failed_start(made, decl)
             return self._failed_views(decl), scrub(reason, fetched), None, False

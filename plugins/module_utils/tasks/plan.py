@@ -209,7 +209,7 @@ def container_view(obs, declared_image=None):
         'gpu_ids': gpu_ids(obs['labels']),
         'health_status': container_health(obs),
         # where the host publishes its ports (ECS's networkBindings): a running container's only
-        'network_bindings': network_bindings(obs) if status == RUNNING else [],
+        'network_bindings': network_bindings(obs.get('ports')) if status == RUNNING else [],
     }
     if status == STOPPED and obs.get('last_output'):
         # Its last lines, read before the container goes (values it was given hidden).
@@ -223,11 +223,12 @@ def declared_view(spec, status, gpu_ids_=()):
             'exit_code': None, 'gpu_ids': list(gpu_ids_), 'health_status': UNKNOWN, 'network_bindings': []}
 
 
-def network_bindings(obs):
-    """The ports a container publishes on the host, as ECS's networkBindings name them (bindIP, containerPort,
-    hostPort, protocol): from the engine's listing, so a port the host picked (host_port unset or 0) is told."""
+def network_bindings(ports):
+    """The ports a container publishes on the host (the adapter's `ports`, from its listing or an inspect), as ECS's
+    networkBindings name them (bindIP, containerPort, hostPort, protocol): a port the host picked (host_port unset or
+    0) is told."""
     return [{'bind_ip': ip, 'container_port': cport, 'host_port': hport, 'protocol': proto}
-            for ip, cport, hport, proto in obs.get('ports') or ()]
+            for ip, cport, hport, proto in ports or ()]
 
 
 def gpu_ids(labels):
